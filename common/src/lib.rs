@@ -1,0 +1,45 @@
+//! KARL's shared library: everything both programs need, and all of KARL's
+//! text-to-decision logic as pure functions over plain data.
+//!
+//! Layout:
+//! - [`pb`]: the generated wire types and gRPC stubs of `proto/karl.proto` (package `karl.v1`).
+//! - [`target`]: pane targets as operators write them (`agent-codex:1.1`, `%12`), validated.
+//! - [`pane_text`]: capture preprocessing — escape stripping, normalization, stable hash, diff, novelty.
+//! - [`detect`]: the pane-state classifier and its TOML rule manifests.
+//! - [`gate`]: the validation gate every candidate prompt passes before it is typed.
+//! - [`auth`]: the shared-token check used on both gRPC services.
+//! - [`error`]: this crate's error type.
+//!
+//! Nothing here does IO except reading rule override directories on request;
+//! tmux, gRPC servers, sled and HTTP live in the `karl-agent` and `karl-coord` crates.
+
+pub mod auth;
+pub mod detect;
+pub mod error;
+pub mod gate;
+pub mod pane_text;
+pub mod target;
+
+/// Generated protobuf and gRPC code, walled off from hand-written modules.
+mod generated {
+    #![allow(clippy::all, clippy::pedantic, clippy::unwrap_used, missing_docs)]
+    tonic::include_proto!("karl.v1");
+}
+
+/// The wire types of `proto/karl.proto`.
+pub mod pb {
+    pub use crate::generated::*;
+}
+
+pub use error::{Error, Result};
+
+/// Wire protocol revision spoken by this build (sent in `Hello.protocol`).
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Milliseconds since the Unix epoch (0 if the clock is before 1970).
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
