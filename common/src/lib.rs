@@ -43,3 +43,9 @@ pub fn unix_ms() -> u64 {
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
 }
+
+/// `~/.config/karl/NAME`: where each program looks for its config file when none is
+/// given (the same place on macOS and Linux, as CLI users expect).
+pub fn default_config_path(name: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".config/karl").join(name))
+}

@@ -56,7 +56,9 @@ impl PaneTarget {
         let window = window
             .parse::<u32>()
             .map_err(|_| bad("window must be a number"))?;
-        let pane = pane.parse::<u32>().map_err(|_| bad("pane must be a number"))?;
+        let pane = pane
+            .parse::<u32>()
+            .map_err(|_| bad("pane must be a number"))?;
         Ok(PaneTarget::Position {
             session: session.to_string(),
             window,
@@ -109,6 +111,7 @@ pub fn valid_machine_name(name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
@@ -131,8 +134,18 @@ mod tests {
     #[test]
     fn refuses_everything_else_with_a_reason() {
         for bad in [
-            "", "%", "%x", "agent", "agent:1", "agent:x.1", ":1.1", "a b:1.1", "-t:1.1x",
-            "{last}", "=s:1.1", "s:1.-1",
+            "",
+            "%",
+            "%x",
+            "agent",
+            "agent:1",
+            "agent:x.1",
+            ":1.1",
+            "a b:1.1",
+            "-t:1.1x",
+            "{last}",
+            "=s:1.1",
+            "s:1.-1",
         ] {
             let err = PaneTarget::parse(bad).unwrap_err().to_string();
             assert!(err.contains("session:window.pane"), "{bad}: {err}");
