@@ -1,0 +1,118 @@
+//! karl-agent: parse flags, merge config, set up tracing, run until Ctrl-C / SIGTERM.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Parser;
+use karl_agent::config::{read_file, LinkConfig};
+use karl_agent::panes::PaneHost;
+use karl_agent::tmux::Tmux;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "karl-agent",
+    version,
+    about = "Watch tmux panes on this Mac and type into them for the KARL coordinator."
+)]
+struct Args {
+    /// Coordinator URL, e.g. http://mac5.local:7400.
+    #[arg(long, env = "KARL_COORD")]
+    coord: Option<String>,
+    /// This Mac's fleet name, e.g. mac2.
+    #[arg(long, env = "KARL_MACHINE")]
+    machine: Option<String>,
+    /// The coordinator's shared token.
+    #[arg(long, env = "KARL_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// tmux server: socket name (-L) or, with a '/', socket path (-S). Default: the user's.
+    #[arg(long, env = "KARL_TMUX_SOCKET")]
+    tmux_socket: Option<String>,
+    /// Config file (TOML); default ~/.config/karl/karl-agent.toml if present.
+    #[arg(long, env = "KARL_AGENT_CONFIG")]
+    config: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("KARL_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("karl-agent: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("karl-agent: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let file = match &args.config {
+        Some(p) => read_file(p, true).map_err(anyhow::Error::msg)?,
+        None => match dirs_config() {
+            Some(p) => read_file(&p, false).map_err(anyhow::Error::msg)?,
+            None => Default::default(),
+        },
+    };
+    let coord = args
+        .coord
+        .or(file.coord)
+        .unwrap_or_else(|| "http://127.0.0.1:7400".to_string());
+    let coord = if coord.contains("://") {
+        coord
+    } else {
+        format!("http://{coord}")
+    };
+    let machine = args
+        .machine
+        .or(file.machine)
+        .or_else(|| {
+            hostname::get().ok().map(|h| {
+                h.to_string_lossy()
+                    .split('.')
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            })
+        })
+        .context("no machine name: pass --machine (e.g. --machine mac2)")?;
+    if !karl_common::target::valid_machine_name(&machine) {
+        anyhow::bail!("invalid machine name {machine:?}: use letters, digits, '-', '_' or '.'");
+    }
+    let token = args.token.or(file.token).filter(|t| !t.is_empty());
+    let mut cfg = LinkConfig::new(coord, machine, token);
+    if let Some(s) = file.heartbeat_secs {
+        cfg.heartbeat = Duration::from_secs(s.max(1));
+    }
+    if let Some(s) = file.backoff_max_secs {
+        cfg.backoff_max = Duration::from_secs(s.max(1));
+    }
+    let socket = args.tmux_socket.or(file.tmux_socket);
+    let (events_tx, events_rx) = tokio::sync::mpsc::channel(1024);
+    let host = Arc::new(PaneHost::new(Tmux::new(socket), events_tx));
+    tracing::info!(target: "agent", coord = %cfg.coord, machine = %cfg.machine, "karl-agent starting");
+    karl_agent::link::run(cfg, host.clone(), events_rx, karl_agent::shutdown_signal()).await;
+    host.shutdown().await;
+    Ok(())
+}
+
+fn dirs_config() -> Option<PathBuf> {
+    karl_common::default_config_path("karl-agent.toml")
+}

@@ -1,0 +1,76 @@
+//! The agent's configuration: `karl-agent.toml`, then env, then flags (clap applies
+//! env and flags; the file fills what they leave unset; defaults fill the rest).
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// `karl-agent.toml` as written on disk. Every field is optional.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentFile {
+    /// Coordinator URL, e.g. `http://mac5.local:7400`.
+    pub coord: Option<String>,
+    /// This Mac's fleet name, e.g. `mac2`.
+    pub machine: Option<String>,
+    pub token: Option<String>,
+    /// tmux server: a socket name (`-L`) or, with a `/`, a socket path (`-S`).
+    pub tmux_socket: Option<String>,
+    pub heartbeat_secs: Option<u64>,
+    pub backoff_max_secs: Option<u64>,
+}
+
+/// Reads a config file; a missing file at the default location is no error.
+pub fn read_file(path: &Path, required: bool) -> Result<AgentFile, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            toml::from_str(&text).map_err(|e| format!("config file {}: {e}", path.display()))
+        }
+        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok(AgentFile::default()),
+        Err(e) => Err(format!("cannot read config file {}: {e}", path.display())),
+    }
+}
+
+/// What the link needs to dial and stay connected.
+#[derive(Debug, Clone)]
+pub struct LinkConfig {
+    pub coord: String,
+    pub machine: String,
+    pub token: Option<String>,
+    pub heartbeat: Duration,
+    pub backoff_max: Duration,
+    /// Random per process: lets the coordinator tell our own reconnect from an impostor.
+    pub instance_id: String,
+}
+
+impl LinkConfig {
+    pub fn new(
+        coord: impl Into<String>,
+        machine: impl Into<String>,
+        token: Option<String>,
+    ) -> Self {
+        LinkConfig {
+            coord: coord.into(),
+            machine: machine.into(),
+            token,
+            heartbeat: Duration::from_secs(5),
+            backoff_max: Duration::from_secs(30),
+            instance_id: uuid::Uuid::new_v4().to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn file_parses_and_rejects_typos() {
+        let f: AgentFile =
+            toml::from_str("coord = \"http://mac5:7400\"\nmachine = \"mac2\"").unwrap();
+        assert_eq!(f.machine.as_deref(), Some("mac2"));
+        assert!(toml::from_str::<AgentFile>("machin = \"mac2\"").is_err());
+    }
+}

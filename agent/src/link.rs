@@ -1,0 +1,325 @@
+//! The agent's one stream to the coordinator.
+//!
+//! Dial out (the agent opens no port), say Hello with this process's instance id and
+//! the panes it sees, then keep the stream: heartbeats, pane-list refreshes, watch
+//! snapshots and pane events forwarded from the pane host, and one task per command
+//! from the coordinator whose result goes back on the stream. On any disconnect,
+//! reconnect forever with capped exponential backoff and full jitter; a rejected token
+//! or a refused machine name backs off to the cap instead of hammering.
+//!
+//! What happens to panes is not here: the link calls a [`PaneOps`] implementation
+//! (the tmux-backed [`crate::panes::PaneHost`] in production, a scripted one in tests).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use karl_common::auth::{bearer, AUTH_HEADER};
+use karl_common::pb;
+use karl_common::pb::agent_command::Kind;
+use rand::Rng;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::metadata::MetadataValue;
+use tonic::transport::Endpoint;
+use tonic::{Code, Request};
+
+use crate::config::LinkConfig;
+
+/// Boxed error the pane side reports; it travels to the coordinator as text.
+pub type OpError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What the link needs from whatever owns the panes.
+pub trait PaneOps: Send + Sync + 'static {
+    fn tmux_version(&self) -> impl Future<Output = String> + Send;
+    fn list_panes(&self) -> impl Future<Output = Result<Vec<pb::PaneInfo>, OpError>> + Send;
+    fn watching(&self) -> Vec<String>;
+    fn watch(&self, w: pb::Watch) -> impl Future<Output = Result<(), OpError>> + Send;
+    fn unwatch(&self, target: String) -> impl Future<Output = Result<(), OpError>> + Send;
+    fn capture(
+        &self,
+        c: pb::Capture,
+    ) -> impl Future<Output = Result<pb::PaneSnapshot, OpError>> + Send;
+    fn inject(&self, i: pb::Inject) -> impl Future<Output = pb::InjectResult> + Send;
+    fn send_keys(&self, s: pb::SendKeys) -> impl Future<Output = Result<(), OpError>> + Send;
+}
+
+/// Capped exponential backoff with full jitter (each delay uniform in [d/2, d]).
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    base: Duration,
+    max: Duration,
+    attempt: u32,
+}
+
+impl Backoff {
+    pub fn new(base: Duration, max: Duration) -> Self {
+        Backoff {
+            base,
+            max,
+            attempt: 0,
+        }
+    }
+
+    /// The ceiling of the next delay, before jitter.
+    pub fn ceiling(&self) -> Duration {
+        let factor = 1u32.checked_shl(self.attempt.min(20)).unwrap_or(u32::MAX);
+        self.base.saturating_mul(factor).min(self.max)
+    }
+
+    pub fn next_delay(&mut self) -> Duration {
+        let d = self.ceiling();
+        self.attempt = self.attempt.saturating_add(1);
+        let half = d / 2;
+        half + rand::thread_rng().gen_range(Duration::ZERO..=half)
+    }
+
+    /// Jump to the cap (used when retrying soon cannot help: bad token, name taken).
+    pub fn to_max(&mut self) {
+        self.attempt = 32;
+    }
+
+    pub fn reset(&mut self) {
+        self.attempt = 0;
+    }
+}
+
+/// Runs the link until `shutdown` completes. `events` carries what the pane host
+/// reports (snapshots, pane events); it is drained into whichever stream is live.
+pub async fn run<P: PaneOps>(
+    cfg: LinkConfig,
+    panes: Arc<P>,
+    mut events: mpsc::Receiver<pb::AgentEvent>,
+    shutdown: impl Future<Output = ()>,
+) {
+    tokio::pin!(shutdown);
+    let mut backoff = Backoff::new(Duration::from_millis(200), cfg.backoff_max);
+    loop {
+        let outcome = tokio::select! {
+            _ = &mut shutdown => return,
+            o = session(&cfg, &panes, &mut events, &mut backoff) => o,
+        };
+        let delay = match outcome {
+            Ended::Rejected(msg) => {
+                tracing::error!(target: "agent.link", coord = %cfg.coord, "{msg}");
+                backoff.to_max();
+                backoff.next_delay()
+            }
+            Ended::Lost(msg) => {
+                let d = backoff.next_delay();
+                tracing::warn!(target: "agent.link", coord = %cfg.coord, retry_in_ms = d.as_millis() as u64, "{msg}");
+                d
+            }
+        };
+        tokio::select! {
+            _ = &mut shutdown => return,
+            _ = tokio::time::sleep(delay) => {}
+        }
+    }
+}
+
+enum Ended {
+    /// The coordinator said no (token, name): retrying soon won't help.
+    Rejected(String),
+    /// Network trouble or the coordinator went away: retry with backoff.
+    Lost(String),
+}
+
+async fn hello<P: PaneOps>(cfg: &LinkConfig, panes: &P) -> pb::AgentEvent {
+    let pane_list = match panes.list_panes().await {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::warn!(target: "agent.link", error = %e, "cannot list panes for hello");
+            Vec::new()
+        }
+    };
+    pb::AgentEvent {
+        kind: Some(pb::agent_event::Kind::Hello(pb::Hello {
+            machine: cfg.machine.clone(),
+            instance_id: cfg.instance_id.clone(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            tmux_version: panes.tmux_version().await,
+            hostname: hostname::get()
+                .map(|h| h.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            protocol: karl_common::PROTOCOL_VERSION,
+            panes: pane_list,
+            watching: panes.watching(),
+        })),
+    }
+}
+
+/// One connection: dial, hello, serve until it breaks.
+async fn session<P: PaneOps>(
+    cfg: &LinkConfig,
+    panes: &Arc<P>,
+    events: &mut mpsc::Receiver<pb::AgentEvent>,
+    backoff: &mut Backoff,
+) -> Ended {
+    let endpoint = match Endpoint::from_shared(cfg.coord.clone()) {
+        Ok(e) => e
+            .connect_timeout(Duration::from_secs(5))
+            .http2_keep_alive_interval(Duration::from_secs(10))
+            .keep_alive_timeout(Duration::from_secs(20))
+            .tcp_nodelay(true),
+        Err(_) => {
+            return Ended::Rejected(format!(
+                "invalid coordinator URL {:?}: write it as http://HOST:PORT",
+                cfg.coord
+            ))
+        }
+    };
+    let channel = match endpoint.connect().await {
+        Ok(c) => c,
+        Err(e) => return Ended::Lost(format!("cannot reach the coordinator: {e}")),
+    };
+    let mut client = pb::agent_link_client::AgentLinkClient::new(channel)
+        .max_decoding_message_size(16 * 1024 * 1024);
+
+    let (out_tx, out_rx) = mpsc::channel::<pb::AgentEvent>(256);
+    if out_tx.send(hello(cfg, &**panes).await).await.is_err() {
+        return Ended::Lost("outbound queue closed".into());
+    }
+    let mut request = Request::new(ReceiverStream::new(out_rx));
+    if let Some(token) = &cfg.token {
+        match bearer(token).parse::<MetadataValue<_>>() {
+            Ok(v) => {
+                request.metadata_mut().insert(AUTH_HEADER, v);
+            }
+            Err(_) => {
+                return Ended::Rejected(
+                    "the token holds characters that cannot go in a header".into(),
+                )
+            }
+        }
+    }
+    let mut inbound = match client.join(request).await {
+        Ok(r) => r.into_inner(),
+        Err(status) => {
+            return match status.code() {
+                Code::Unauthenticated => Ended::Rejected(format!(
+                    "the coordinator rejected our token ({}); fix --token / KARL_TOKEN",
+                    status.message()
+                )),
+                Code::AlreadyExists | Code::InvalidArgument => Ended::Rejected(format!(
+                    "the coordinator refused this agent: {}",
+                    status.message()
+                )),
+                _ => Ended::Lost(format!("join failed: {}", status.message())),
+            };
+        }
+    };
+    backoff.reset();
+    tracing::info!(target: "agent.link", coord = %cfg.coord, machine = %cfg.machine, "connected");
+
+    let mut heartbeat = tokio::time::interval(cfg.heartbeat);
+    heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut beats: u64 = 0;
+    loop {
+        tokio::select! {
+            msg = inbound.message() => match msg {
+                Ok(Some(cmd)) => {
+                    if let Some(Kind::Refused(r)) = &cmd.kind {
+                        return Ended::Rejected(format!("the coordinator refused this agent: {}", r.reason));
+                    }
+                    let panes = panes.clone();
+                    let out = out_tx.clone();
+                    tokio::spawn(async move {
+                        let request_id = cmd.request_id;
+                        let result = dispatch(&*panes, cmd).await;
+                        if request_id != 0 {
+                            let _ = out.send(pb::AgentEvent { kind: Some(pb::agent_event::Kind::Result(result)) }).await;
+                        }
+                    });
+                }
+                Ok(None) => return Ended::Lost("the coordinator closed the stream".into()),
+                Err(status) => return Ended::Lost(format!("stream broke: {}", status.message())),
+            },
+            Some(ev) = events.recv() => {
+                if out_tx.send(ev).await.is_err() {
+                    return Ended::Lost("outbound stream closed".into());
+                }
+            }
+            _ = heartbeat.tick() => {
+                beats += 1;
+                let hb = pb::AgentEvent { kind: Some(pb::agent_event::Kind::Heartbeat(pb::Heartbeat {
+                    unix_ms: karl_common::unix_ms(),
+                    watched: panes.watching().len() as u32,
+                }))};
+                if out_tx.send(hb).await.is_err() {
+                    return Ended::Lost("outbound stream closed".into());
+                }
+                // Refresh the pane list now and then so `karl-ctl agents` stays current.
+                if beats % 6 == 0 {
+                    if let Ok(list) = panes.list_panes().await {
+                        let _ = out_tx.send(pb::AgentEvent { kind: Some(pb::agent_event::Kind::PaneList(pb::PaneList { request_id: 0, panes: list })) }).await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs one command and shapes its result.
+pub async fn dispatch<P: PaneOps>(panes: &P, cmd: pb::AgentCommand) -> pb::CommandResult {
+    use pb::command_result::Detail;
+    let request_id = cmd.request_id;
+    let done = |r: Result<Option<Detail>, OpError>| match r {
+        Ok(detail) => pb::CommandResult {
+            request_id,
+            ok: true,
+            error: String::new(),
+            detail,
+        },
+        Err(e) => pb::CommandResult {
+            request_id,
+            ok: false,
+            error: e.to_string(),
+            detail: None,
+        },
+    };
+    match cmd.kind {
+        Some(Kind::Watch(w)) => done(panes.watch(w).await.map(|_| None)),
+        Some(Kind::Unwatch(u)) => done(panes.unwatch(u.target).await.map(|_| None)),
+        Some(Kind::Capture(c)) => done(panes.capture(c).await.map(|s| Some(Detail::Snapshot(s)))),
+        Some(Kind::Inject(i)) => {
+            let r = panes.inject(i).await;
+            done(Ok(Some(Detail::Inject(r))))
+        }
+        Some(Kind::SendKeys(s)) => done(panes.send_keys(s).await.map(|_| None)),
+        Some(Kind::ListPanes(_)) => done(panes.list_panes().await.map(|p| {
+            Some(Detail::Panes(pb::PaneList {
+                request_id,
+                panes: p,
+            }))
+        })),
+        Some(Kind::Refused(_)) | None => done(Err("unknown or empty command".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_caps_and_jitters() {
+        let mut b = Backoff::new(Duration::from_millis(200), Duration::from_secs(30));
+        let mut last_ceiling = Duration::ZERO;
+        for _ in 0..20 {
+            let ceiling = b.ceiling();
+            assert!(ceiling >= last_ceiling);
+            let d = b.next_delay();
+            assert!(
+                d >= ceiling / 2 && d <= ceiling,
+                "{d:?} outside [{:?}, {ceiling:?}]",
+                ceiling / 2
+            );
+            last_ceiling = ceiling;
+        }
+        assert_eq!(b.ceiling(), Duration::from_secs(30));
+        b.reset();
+        assert_eq!(b.ceiling(), Duration::from_millis(200));
+        b.to_max();
+        assert_eq!(b.ceiling(), Duration::from_secs(30));
+    }
+}
