@@ -1,0 +1,100 @@
+//! Assembling a running coordinator from its configuration: open the store, build the
+//! registry and engine, serve on the listener, and (with `--local-agent`) run an agent
+//! in-process that dials back over loopback. Used by the `karl-coord` binary, by
+//! `karl-ctl demo` and by the tests, so all three run the same wiring.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+use karl_common::detect::Detector;
+
+use crate::config::CoordConfig;
+use crate::engine::Engine;
+use crate::error::{CoordError, Result};
+use crate::model::{HttpModelClient, ModelClient};
+use crate::registry::Registry;
+use crate::server::{serve, ServerState};
+use crate::store::Store;
+
+/// Runs the coordinator on `listener` until `shutdown` completes.
+pub async fn run(
+    cfg: CoordConfig,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let store = Store::open(&cfg.data_dir)?;
+    let registry = Arc::new(Registry::new());
+    let detector = match &cfg.rules_dir {
+        Some(dir) => Detector::from_dir(dir)?,
+        None => Detector::embedded(),
+    };
+    let model: Option<Arc<dyn ModelClient>> = if cfg.model.urls.is_empty() {
+        None
+    } else {
+        Some(Arc::new(HttpModelClient::new(cfg.model.clone()).map_err(
+            |e| CoordError::InvalidArgument(format!("model settings: {e}")),
+        )?))
+    };
+    let engine = Engine::new(
+        registry.clone(),
+        store,
+        detector,
+        model,
+        cfg.engine_config(),
+    );
+    engine.resume_live();
+    let addr = listener
+        .local_addr()
+        .map_err(|e| CoordError::Internal(format!("listener has no address: {e}")))?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+
+    let local_agent = if cfg.local_agent {
+        let link = karl_agent::config::LinkConfig::new(
+            format!("http://{addr}"),
+            cfg.local_machine.clone(),
+            cfg.token.clone(),
+        );
+        let (events_tx, events_rx) = tokio::sync::mpsc::channel(1024);
+        let host = Arc::new(karl_agent::panes::PaneHost::new(
+            karl_agent::tmux::Tmux::new(cfg.tmux_socket.clone()),
+            events_tx,
+        ));
+        let mut stop = stop_rx.clone();
+        let h = host.clone();
+        Some((
+            host,
+            tokio::spawn(async move {
+                karl_agent::link::run(link, h, events_rx, async move {
+                    while !*stop.borrow_and_update() {
+                        if stop.changed().await.is_err() {
+                            break;
+                        }
+                    }
+                })
+                .await;
+            }),
+        ))
+    } else {
+        None
+    };
+
+    tracing::info!(target: "coord", %addr, data_dir = %cfg.data_dir.display(), auth = cfg.token.is_some(), "karl-coord listening");
+    let state = ServerState {
+        registry,
+        engine: engine.clone(),
+        token: cfg.token.clone(),
+    };
+    let served = serve(listener, state, async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    })
+    .await;
+    engine.shutdown().await;
+    if let Some((host, task)) = local_agent {
+        let _ = task.await;
+        host.shutdown().await;
+    }
+    served.map_err(|e| CoordError::Internal(format!("server failed: {e}")))
+}

@@ -1,0 +1,135 @@
+//! karl-coord: parse flags, merge config, set up tracing, bind, run until Ctrl-C / SIGTERM.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Parser;
+use karl_coord::config::{
+    check_listen, default_data_dir, read_toml, CoordConfig, CoordFile, DEFAULT_LISTEN,
+};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "karl-coord",
+    version,
+    about = "The KARL coordinator: owns sessions, asks the twin model, types through the agents."
+)]
+struct Args {
+    /// Address to serve both gRPC services on.
+    #[arg(long, env = "KARL_LISTEN")]
+    listen: Option<String>,
+    /// Shared token every agent and karl-ctl must present. Without one, only loopback.
+    #[arg(long, env = "KARL_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Where the sled database lives (default $KARL_HOME, else the user's data dir/karl).
+    #[arg(long, env = "KARL_HOME")]
+    data_dir: Option<PathBuf>,
+    /// OpenAI-compatible base URL; repeat for fallbacks (first is primary).
+    #[arg(long = "model-url", env = "KARL_MODEL_URL", value_delimiter = ',')]
+    model_url: Vec<String>,
+    /// Model name sent to the server.
+    #[arg(long, env = "KARL_MODEL")]
+    model: Option<String>,
+    /// Directory of detection-rule manifests overriding the embedded ones.
+    #[arg(long, env = "KARL_RULES")]
+    rules: Option<PathBuf>,
+    /// Also run an agent in this process (single-Mac setup).
+    #[arg(long)]
+    local_agent: bool,
+    /// Machine name of the in-process agent.
+    #[arg(long, env = "KARL_MACHINE")]
+    machine: Option<String>,
+    /// tmux server of the in-process agent: socket name (-L) or path (-S).
+    #[arg(long, env = "KARL_TMUX_SOCKET")]
+    tmux_socket: Option<String>,
+    /// Config file (TOML); default ~/.config/karl/karl-coord.toml if present.
+    #[arg(long, env = "KARL_COORD_CONFIG")]
+    config: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("KARL_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("karl-coord: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("karl-coord: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn resolve(args: Args) -> anyhow::Result<CoordConfig> {
+    let file: CoordFile = match &args.config {
+        Some(p) => read_toml(p, true)?.unwrap_or_default(),
+        None => match karl_common::default_config_path("karl-coord.toml") {
+            Some(p) => read_toml(&p, false)?.unwrap_or_default(),
+            None => CoordFile::default(),
+        },
+    };
+    let token = args.token.or(file.token);
+    let listen = args
+        .listen
+        .or(file.listen)
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
+    let listen = check_listen(&listen, token.as_deref())?;
+    let mut model = file.model.clone().unwrap_or_default();
+    if !args.model_url.is_empty() {
+        model.urls = args.model_url;
+    }
+    if args.model.is_some() {
+        model.model = args.model;
+    }
+    model.validate().context("model settings")?;
+    let context = file.context.clone().unwrap_or_default();
+    context.validate().context("[context] settings")?;
+    Ok(CoordConfig {
+        listen,
+        token,
+        data_dir: args
+            .data_dir
+            .or(file.data_dir)
+            .unwrap_or_else(default_data_dir),
+        rules_dir: args.rules.or(file.rules_dir),
+        local_agent: args.local_agent || file.local_agent.unwrap_or(false),
+        local_machine: args
+            .machine
+            .or(file.local_machine)
+            .unwrap_or_else(|| "local".to_string()),
+        tmux_socket: args.tmux_socket.or(file.tmux_socket),
+        model,
+        context,
+        engine: file.engine.unwrap_or_default(),
+    })
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let cfg = resolve(args)?;
+    let listener = tokio::net::TcpListener::bind(cfg.listen)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot listen on {} (is another karl-coord running there?)",
+                cfg.listen
+            )
+        })?;
+    karl_coord::app::run(cfg, listener, karl_agent::shutdown_signal()).await?;
+    Ok(())
+}

@@ -1,0 +1,219 @@
+//! Coordinator and karl-ctl configuration: TOML file, then environment, then flags.
+//!
+//! Pure: the binaries read files and the environment, and hand the values here to merge
+//! and validate. Flag and env precedence is clap's (flag wins over env); the file fills
+//! whatever neither set; built-in defaults fill the rest.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::context::ContextConfig;
+use crate::engine::EngineConfig;
+use crate::model::ModelConfig;
+
+/// Default coordinator address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7400";
+
+/// `karl-coord.toml` as written on disk. Every field is optional.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoordFile {
+    pub listen: Option<String>,
+    pub token: Option<String>,
+    pub data_dir: Option<PathBuf>,
+    pub rules_dir: Option<PathBuf>,
+    pub local_agent: Option<bool>,
+    /// Machine name of the in-process agent (`--local-agent`).
+    pub local_machine: Option<String>,
+    pub tmux_socket: Option<String>,
+    #[serde(default)]
+    pub model: Option<ModelConfig>,
+    #[serde(default)]
+    pub context: Option<ContextConfig>,
+    #[serde(default)]
+    pub engine: Option<EngineFile>,
+}
+
+/// `[engine]` table: session defaults.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineFile {
+    pub max_turns: Option<u32>,
+    pub settle_ms: Option<u32>,
+    pub max_injections_per_minute: Option<u32>,
+    pub max_stalled_turns: Option<u32>,
+    pub unchanged_escalate_secs: Option<u64>,
+    pub restart_command: Option<String>,
+    pub safety_secs: Option<u32>,
+}
+
+/// The coordinator's resolved configuration.
+#[derive(Debug, Clone)]
+pub struct CoordConfig {
+    pub listen: SocketAddr,
+    pub token: Option<String>,
+    pub data_dir: PathBuf,
+    pub rules_dir: Option<PathBuf>,
+    pub local_agent: bool,
+    pub local_machine: String,
+    pub tmux_socket: Option<String>,
+    /// Model client settings; no URLs means no model (every session runs plan-only).
+    pub model: ModelConfig,
+    pub context: ContextConfig,
+    pub engine: EngineFile,
+}
+
+impl CoordConfig {
+    /// A configuration for one machine: loopback, no token, no model, `data_dir`.
+    pub fn local(data_dir: PathBuf) -> Self {
+        CoordConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            token: None,
+            data_dir,
+            rules_dir: None,
+            local_agent: false,
+            local_machine: "local".into(),
+            tmux_socket: None,
+            model: ModelConfig {
+                urls: Vec::new(),
+                ..ModelConfig::default()
+            },
+            context: ContextConfig::default(),
+            engine: EngineFile::default(),
+        }
+    }
+
+    /// The engine's settings from the `[engine]` and `[context]` tables.
+    pub fn engine_config(&self) -> EngineConfig {
+        let mut e = EngineConfig::default();
+        let f = &self.engine;
+        if let Some(v) = f.max_turns {
+            e.limits.default_max_turns = v.max(1);
+        }
+        if let Some(v) = f.settle_ms {
+            e.limits.settle_ms = v;
+        }
+        if let Some(v) = f.max_injections_per_minute {
+            e.limits.loops.max_injections_per_minute = v.max(1);
+        }
+        if let Some(v) = f.max_stalled_turns {
+            e.limits.loops.max_turns_without_progress = v.max(1);
+        }
+        if let Some(v) = f.unchanged_escalate_secs {
+            e.limits.unchanged_escalate_ms = v.saturating_mul(1000);
+        }
+        if let Some(v) = f.safety_secs {
+            e.safety_secs = v;
+        }
+        e.restart_command = f.restart_command.clone().filter(|c| !c.trim().is_empty());
+        e.context = self.context.clone();
+        e.model_name = self.model.model.clone().unwrap_or_else(|| "default".into());
+        e
+    }
+}
+
+/// Errors that stop the coordinator from starting, phrased as what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("config file {path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("invalid listen address {0:?}: write it as IP:PORT, e.g. 127.0.0.1:7400")]
+    Listen(String),
+    #[error("refusing to listen on {0} without a token: set --token or KARL_TOKEN (or listen on 127.0.0.1)")]
+    NoTokenOffLoopback(SocketAddr),
+    #[error(
+        "empty token: give a non-empty --token / KARL_TOKEN, or none at all for loopback-only use"
+    )]
+    EmptyToken,
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Reads and parses a TOML file into `T`; a missing optional file is `Ok(None)`.
+pub fn read_toml<T: for<'de> Deserialize<'de>>(
+    path: &Path,
+    required: bool,
+) -> Result<Option<T>, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => toml::from_str(&text)
+            .map(Some)
+            .map_err(|e| ConfigError::Parse {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            }),
+        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        }),
+    }
+}
+
+/// The default data directory: `$KARL_HOME` is handled by the caller; this is the
+/// fallback under the user's data dir.
+pub fn default_data_dir() -> PathBuf {
+    dirs::data_dir()
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("karl")
+}
+
+/// Parses a listen address and checks the token rule: no token → loopback only.
+pub fn check_listen(listen: &str, token: Option<&str>) -> Result<SocketAddr, ConfigError> {
+    let addr: SocketAddr = listen
+        .parse()
+        .map_err(|_| ConfigError::Listen(listen.to_string()))?;
+    match token {
+        Some(t) if t.is_empty() => Err(ConfigError::EmptyToken),
+        None if !addr.ip().is_loopback() => Err(ConfigError::NoTokenOffLoopback(addr)),
+        _ => Ok(addr),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_token_means_loopback_only() {
+        assert!(check_listen("127.0.0.1:7400", None).is_ok());
+        assert!(check_listen("[::1]:7400", None).is_ok());
+        assert!(matches!(
+            check_listen("0.0.0.0:7400", None),
+            Err(ConfigError::NoTokenOffLoopback(_))
+        ));
+        assert!(check_listen("0.0.0.0:7400", Some("t")).is_ok());
+        assert!(matches!(
+            check_listen("0.0.0.0:7400", Some("")),
+            Err(ConfigError::EmptyToken)
+        ));
+        assert!(matches!(
+            check_listen("localhost", None),
+            Err(ConfigError::Listen(_))
+        ));
+    }
+
+    #[test]
+    fn deploy_example_parses() {
+        let f: CoordFile = toml::from_str(include_str!("../../deploy/karl-coord.toml")).unwrap();
+        let m = f.model.unwrap();
+        assert_eq!(m.urls.len(), 2);
+        assert_eq!(f.engine.unwrap().max_turns, Some(30));
+    }
+
+    #[test]
+    fn file_rejects_unknown_keys() {
+        let err = toml::from_str::<CoordFile>("listne = \"x\"").unwrap_err();
+        assert!(err.to_string().contains("unknown field"));
+        let ok: CoordFile =
+            toml::from_str("listen = \"127.0.0.1:1\"\n[engine]\nmax_turns = 5").unwrap();
+        assert_eq!(ok.engine.unwrap().max_turns, Some(5));
+    }
+}

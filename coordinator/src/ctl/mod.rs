@@ -1,0 +1,596 @@
+//! karl-ctl: the operator's command line. Flag parsing, config merging, one function
+//! per command, and human or `--json` output. Offline commands (`classify`,
+//! `validate`) read files and never dial the coordinator.
+//!
+//! This is the binary's edge, so errors are `anyhow` with one plain sentence each.
+
+pub mod client;
+mod demo;
+mod offline;
+mod output;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use karl_common::pb;
+use karl_common::target::PaneTarget;
+use serde::Deserialize;
+use tokio_stream::StreamExt;
+
+use crate::config::{read_toml, DEFAULT_LISTEN};
+use client::explain;
+
+/// `karl-ctl.toml`: where the coordinator is and the token.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CtlFile {
+    pub coord: Option<String>,
+    pub token: Option<String>,
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "karl-ctl",
+    version,
+    about = "Drive AI coding-agent sessions in tmux panes across a fleet of Macs."
+)]
+pub struct Cli {
+    /// Coordinator address (host:port or http://host:port).
+    #[arg(long, env = "KARL_COORD", global = true)]
+    pub coord: Option<String>,
+    /// Shared token of the coordinator.
+    #[arg(long, env = "KARL_TOKEN", global = true, hide_env_values = true)]
+    pub token: Option<String>,
+    /// Config file (TOML with `coord` and `token`); default ~/.config/karl/karl-ctl.toml if present.
+    #[arg(long, env = "KARL_CTL_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Connected agents: machine, version, connected since, last heartbeat, pane count.
+    Agents,
+    /// The tmux panes an agent sees.
+    Panes { machine: String },
+    /// What a pane shows now.
+    Capture {
+        machine: String,
+        pane: String,
+        /// Include colours and attributes (capture-pane -e).
+        #[arg(long)]
+        ansi: bool,
+        /// Scrollback lines to include above the screen.
+        #[arg(long, default_value_t = 0)]
+        history: u32,
+    },
+    /// Print a pane's settled snapshots as they come (Ctrl-C to stop).
+    WatchPane {
+        machine: String,
+        pane: String,
+        /// Silence that counts as settled, in ms (default: the agent's, 1500).
+        #[arg(long, default_value_t = 0)]
+        settle_ms: u32,
+    },
+    /// Type TEXT into a pane (through the gate; --force skips it and is audited).
+    #[command(alias = "inject")]
+    Send {
+        machine: String,
+        pane: String,
+        text: String,
+        #[arg(long)]
+        force: bool,
+    },
+    /// Drive a pane: the coordinator writes and types each next prompt until the goal is
+    /// done, the turn budget runs out, or a human is needed. Prints the session id.
+    Drive {
+        machine: String,
+        pane: String,
+        #[arg(long)]
+        project: Option<String>,
+        #[arg(long)]
+        goal: Option<String>,
+        /// Plan file: one step per line; blank lines and # comments ignored.
+        #[arg(long)]
+        plan: Option<PathBuf>,
+        /// End the session after N prompts were typed (or, in dry run, recorded).
+        #[arg(long)]
+        turns: Option<u32>,
+        /// Record what would be typed; type nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Let the model infer project and goal from the pane.
+        #[arg(long)]
+        auto_detect: bool,
+        /// Resume a session (the newest on this pane when no ID is given).
+        #[arg(long, num_args = 0..=1, default_missing_value = "")]
+        resume: Option<String>,
+        /// What to do when the agent asks permission for a tool action.
+        #[arg(long, value_enum, default_value_t = Policy::Escalate)]
+        permissions: Policy,
+        /// Project path shown to the model (default: the pane's cwd).
+        #[arg(long)]
+        path: Option<String>,
+        /// Stay and print each turn until the session ends.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Sessions: live ones, or all with --all.
+    Sessions {
+        #[arg(long)]
+        all: bool,
+    },
+    /// One session: brief, task graph, digest, last turns, counters.
+    Show { id: String },
+    /// A session's turns; -f follows live.
+    Logs {
+        id: String,
+        #[arg(short = 'f', long)]
+        follow: bool,
+    },
+    /// Pause a session (it keeps watching, types nothing).
+    Pause { id: String },
+    /// Resume a paused or escalated session.
+    Resume { id: String },
+    /// Stop a session for good and release its pane.
+    Stop { id: String },
+    /// Approve the pending permission prompt of a session.
+    Approve { id: String },
+    /// Deny the pending permission prompt of a session.
+    Deny { id: String },
+    /// The exact messages the model would get: for a live session, or offline for a
+    /// capture file.
+    Context {
+        /// Session id (omit with --capture).
+        id: Option<String>,
+        /// Pane capture file (offline).
+        #[arg(long)]
+        capture: Option<PathBuf>,
+        #[arg(long)]
+        project: Option<String>,
+        #[arg(long)]
+        goal: Option<String>,
+    },
+    /// Classify a pane capture, offline: state, agent, error, evidence.
+    Classify {
+        /// capture-pane -p text.
+        file: PathBuf,
+        /// capture-pane -p -e text (colours; tells dim placeholder text from a draft).
+        #[arg(long)]
+        ansi: Option<PathBuf>,
+        /// JSON pane metadata: pane_current_command, pane_title, cursor_x, cursor_y, width, height.
+        #[arg(long)]
+        meta: Option<PathBuf>,
+        /// Directory of rule manifests overriding the embedded ones.
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        /// Print every rule evaluated and its evidence.
+        #[arg(long)]
+        explain: bool,
+    },
+    /// Run KARL end to end on this machine: a coordinator with an in-process agent, a
+    /// private tmux server with a stand-in coding agent, and a short driven session.
+    Demo {
+        /// Prompts to drive.
+        #[arg(long, default_value_t = 4)]
+        turns: u32,
+        /// Keep the demo's tmux server running afterwards (to attach and look).
+        #[arg(long)]
+        keep: bool,
+    },
+    /// Check a prompt against the gate, offline. Exit 0 pass, 1 block, 2 bad usage.
+    Validate {
+        prompt: String,
+        /// JSON array of earlier prompts, oldest first.
+        #[arg(long)]
+        history: Option<PathBuf>,
+        #[arg(long)]
+        project: Option<String>,
+        /// JSON array of other live sessions: strings (project names) or {"project","path"} objects.
+        #[arg(long)]
+        other_projects: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Policy {
+    Escalate,
+    ApproveSafe,
+    Deny,
+}
+
+impl Policy {
+    fn to_pb(self) -> pb::PermissionPolicy {
+        match self {
+            Policy::Escalate => pb::PermissionPolicy::Escalate,
+            Policy::ApproveSafe => pb::PermissionPolicy::ApproveSafe,
+            Policy::Deny => pb::PermissionPolicy::Deny,
+        }
+    }
+}
+
+/// Runs karl-ctl; the binary only parses and prints the error.
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // Offline commands first: they must work with no coordinator anywhere.
+    if let Command::Validate {
+        prompt,
+        history,
+        project,
+        other_projects,
+    } = &cli.command
+    {
+        // Unreadable input files are bad usage (exit 2), like a missing argument.
+        return Ok(validate(
+            cli.json,
+            prompt,
+            history.as_deref(),
+            project.as_deref(),
+            other_projects.as_deref(),
+        )
+        .unwrap_or_else(|e| {
+            eprintln!("karl-ctl: {e:#}");
+            ExitCode::from(2)
+        }));
+    }
+    match &cli.command {
+        Command::Classify {
+            file,
+            ansi,
+            meta,
+            rules,
+            explain,
+        } => {
+            return offline::classify(
+                cli.json,
+                file,
+                ansi.as_deref(),
+                meta.as_deref(),
+                rules.as_deref(),
+                *explain,
+            )
+        }
+        Command::Context {
+            id: None,
+            capture: Some(capture),
+            project,
+            goal,
+        } => return offline::context(cli.json, capture, project.as_deref(), goal.as_deref()),
+        Command::Demo { turns, keep } => return demo::run(*turns, *keep, cli.json).await,
+        _ => {}
+    }
+    let (coord, token) = resolve_coord(&cli)?;
+    let mut c = client::connect(&coord, token.as_deref()).await?;
+    let json = cli.json;
+    match cli.command {
+        Command::Agents => {
+            let reply = c
+                .list_agents(pb::ListAgentsRequest {})
+                .await
+                .map_err(explain)?
+                .into_inner();
+            output::agents(&reply.agents, json);
+        }
+        Command::Panes { machine } => {
+            let reply = c
+                .list_panes(pb::ListPanesRequest { machine })
+                .await
+                .map_err(explain)?
+                .into_inner();
+            output::panes(&reply.panes, json);
+        }
+        Command::Capture {
+            machine,
+            pane,
+            ansi,
+            history,
+        } => {
+            let target = check_target(&pane)?;
+            let snap = c
+                .capture_pane(pb::CapturePaneRequest {
+                    machine,
+                    target,
+                    ansi,
+                    history_lines: history,
+                })
+                .await
+                .map_err(explain)?
+                .into_inner();
+            output::snapshot(&snap, json, ansi);
+        }
+        Command::WatchPane {
+            machine,
+            pane,
+            settle_ms,
+        } => {
+            let target = check_target(&pane)?;
+            let mut stream = c
+                .watch_pane(pb::WatchPaneRequest {
+                    machine,
+                    target,
+                    settle_ms,
+                })
+                .await
+                .map_err(explain)?
+                .into_inner();
+            while let Some(item) = stream.next().await {
+                let snap = item.map_err(explain)?;
+                output::snapshot(&snap, json, false);
+            }
+        }
+        Command::Send {
+            machine,
+            pane,
+            text,
+            force,
+        } => {
+            let target = check_target(&pane)?;
+            let reply = c
+                .send_text(pb::SendTextRequest {
+                    machine,
+                    target,
+                    text,
+                    force,
+                })
+                .await
+                .map_err(explain)?
+                .into_inner();
+            let ok = output::send_result(&reply, json);
+            if !ok {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Command::Drive {
+            machine,
+            pane,
+            project,
+            goal,
+            plan,
+            turns,
+            dry_run,
+            auto_detect,
+            resume,
+            permissions,
+            path,
+            follow,
+        } => {
+            let target = check_target(&pane)?;
+            let plan = match plan {
+                Some(p) => {
+                    let text = std::fs::read_to_string(&p)
+                        .with_context(|| format!("cannot read plan file {}", p.display()))?;
+                    let steps = crate::context::parse_plan_file(&text);
+                    if steps.is_empty() {
+                        anyhow::bail!(
+                            "plan file {} has no steps (one per line; # starts a comment)",
+                            p.display()
+                        );
+                    }
+                    steps
+                }
+                None => Vec::new(),
+            };
+            let reply = c
+                .drive(pb::DriveRequest {
+                    machine,
+                    target,
+                    project: project.unwrap_or_default(),
+                    goal: goal.unwrap_or_default(),
+                    plan,
+                    max_turns: turns.unwrap_or(0),
+                    dry_run,
+                    auto_detect,
+                    permissions: permissions.to_pb() as i32,
+                    resume_latest: resume.as_deref() == Some(""),
+                    resume_id: resume.unwrap_or_default(),
+                    path: path.unwrap_or_default(),
+                })
+                .await
+                .map_err(explain)?
+                .into_inner();
+            let s = reply.session.unwrap_or_default();
+            output::session_started(&s, json);
+            if follow {
+                return follow_session(&mut c, &s.id, false, json).await;
+            }
+        }
+        Command::Sessions { all } => {
+            let r = c
+                .list_sessions(pb::ListSessionsRequest { all })
+                .await
+                .map_err(explain)?
+                .into_inner();
+            output::sessions(&r.sessions, json);
+        }
+        Command::Show { id } => {
+            let d = c
+                .show_session(pb::SessionRef { id })
+                .await
+                .map_err(explain)?
+                .into_inner();
+            output::show(&d, json);
+        }
+        Command::Logs { id, follow } => {
+            if follow {
+                return follow_session(&mut c, &id, true, json).await;
+            }
+            let d = c
+                .show_session(pb::SessionRef { id })
+                .await
+                .map_err(explain)?
+                .into_inner();
+            for t in &d.turns {
+                output::turn(t, json);
+            }
+        }
+        Command::Pause { id } => set_state(&mut c, id, "pause", json).await?,
+        Command::Resume { id } => set_state(&mut c, id, "resume", json).await?,
+        Command::Stop { id } => set_state(&mut c, id, "stop", json).await?,
+        Command::Approve { id } => decide(&mut c, id, true, json).await?,
+        Command::Deny { id } => decide(&mut c, id, false, json).await?,
+        Command::Context { id, .. } => {
+            let Some(id) = id else {
+                anyhow::bail!("give a session id, or --capture FILE for an offline context");
+            };
+            let r = c
+                .session_context(pb::SessionRef { id })
+                .await
+                .map_err(explain)?
+                .into_inner();
+            output::context(&r, json);
+        }
+        // Handled above, before dialing.
+        Command::Validate { .. } | Command::Classify { .. } | Command::Demo { .. } => {}
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn set_state(
+    c: &mut client::Client,
+    id: String,
+    action: &str,
+    json: bool,
+) -> anyhow::Result<()> {
+    let s = c
+        .set_session_state(pb::SetSessionStateRequest {
+            id,
+            action: action.to_string(),
+        })
+        .await
+        .map_err(explain)?
+        .into_inner();
+    output::session_line(&s, json);
+    Ok(())
+}
+
+async fn decide(
+    c: &mut client::Client,
+    id: String,
+    approve: bool,
+    json: bool,
+) -> anyhow::Result<()> {
+    let s = c
+        .decide(pb::DecideRequest { id, approve })
+        .await
+        .map_err(explain)?
+        .into_inner();
+    output::session_line(&s, json);
+    Ok(())
+}
+
+/// Streams a session's turns until it ends; exit 0 when it ended done, 1 otherwise.
+async fn follow_session(
+    c: &mut client::Client,
+    id: &str,
+    from_start: bool,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut stream = c
+        .follow_session(pb::FollowRequest {
+            id: id.to_string(),
+            from_start,
+        })
+        .await
+        .map_err(explain)?
+        .into_inner();
+    let mut last: Option<pb::SessionSummary> = None;
+    while let Some(item) = stream.next().await {
+        let u = item.map_err(explain)?;
+        output::update(&u, json);
+        if u.session.is_some() {
+            last = u.session.clone();
+        }
+        if u.ended {
+            break;
+        }
+    }
+    Ok(match last {
+        Some(s) if s.status == "done" => ExitCode::SUCCESS,
+        _ => ExitCode::FAILURE,
+    })
+}
+
+fn check_target(pane: &str) -> anyhow::Result<String> {
+    Ok(PaneTarget::parse(pane)?.to_string())
+}
+
+/// Flags and env (clap) win over the config file, which wins over the defaults.
+fn resolve_coord(cli: &Cli) -> anyhow::Result<(String, Option<String>)> {
+    let file: CtlFile = match &cli.config {
+        Some(p) => read_toml(p, true)?.unwrap_or_default(),
+        None => match karl_common::default_config_path("karl-ctl.toml") {
+            Some(p) => read_toml(&p, false)?.unwrap_or_default(),
+            None => CtlFile::default(),
+        },
+    };
+    let coord = cli
+        .coord
+        .clone()
+        .or(file.coord)
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
+    let token = cli.token.clone().or(file.token).filter(|t| !t.is_empty());
+    Ok((coord, token))
+}
+
+/// A `--other-projects` entry: a bare project name or a project with its path.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OtherEntry {
+    Name(String),
+    Full(karl_common::gate::OtherSession),
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(
+    path: &std::path::Path,
+    what: &str,
+) -> anyhow::Result<T> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read {what} file {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{what} file {} is not the expected JSON", path.display()))
+}
+
+fn validate(
+    json: bool,
+    prompt: &str,
+    history: Option<&std::path::Path>,
+    project: Option<&str>,
+    others: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
+    let history: Vec<String> = match history {
+        Some(p) => read_json(p, "--history (a JSON array of strings)")?,
+        None => Vec::new(),
+    };
+    let others: Vec<karl_common::gate::OtherSession> = match others {
+        Some(p) => read_json::<Vec<OtherEntry>>(p, "--other-projects")?
+            .into_iter()
+            .map(|e| match e {
+                OtherEntry::Name(project) => karl_common::gate::OtherSession {
+                    project,
+                    path: String::new(),
+                },
+                OtherEntry::Full(o) => o,
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let gate = karl_common::gate::Gate::new();
+    let ctx = karl_common::gate::GateContext {
+        project: project.unwrap_or(""),
+        history: &history,
+        others: &others,
+        ..Default::default()
+    };
+    let verdict = gate.check(prompt, &ctx);
+    output::verdict(&verdict, json);
+    Ok(if verdict.pass {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,145 @@
+//! karl-ctl's offline commands: they read files and never dial a coordinator.
+//! `classify` runs the pane-state detector on a capture; `context` shows the messages the
+//! model would get for a capture.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use karl_common::detect::{classify_capture, CaptureMeta, DetectionInput, Detector};
+
+use crate::context::{ContextConfig, PaneSignal, TaskGraph, TokenEstimator};
+use crate::engine::{context_reply, session_context};
+use crate::session::SessionRecord;
+
+fn read(path: &Path, what: &str) -> anyhow::Result<String> {
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read {what} {}", path.display()))?;
+    // Captures may hold invalid UTF-8 or binary noise: replaced, never fatal.
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+pub fn classify(
+    json: bool,
+    file: &Path,
+    ansi: Option<&Path>,
+    meta: Option<&Path>,
+    rules: Option<&Path>,
+    explain: bool,
+) -> anyhow::Result<ExitCode> {
+    let text = read(file, "capture")?;
+    let ansi = ansi.map(|p| read(p, "--ansi capture")).transpose()?;
+    let meta: CaptureMeta = match meta {
+        Some(p) => serde_json::from_str(&read(p, "--meta file")?).with_context(|| {
+            format!(
+                "--meta file {} is not a JSON object of pane metadata",
+                p.display()
+            )
+        })?,
+        None => CaptureMeta::default(),
+    };
+    let detector = match rules {
+        Some(dir) => Detector::from_dir(dir)?,
+        None => Detector::embedded(),
+    };
+    let d = classify_capture(&detector, &text, ansi.as_deref(), &meta);
+    let traces = explain.then(|| {
+        detector.explain(&DetectionInput {
+            text: &text,
+            ansi: ansi.as_deref(),
+            current_command: meta.pane_current_command.as_deref().unwrap_or(""),
+            title: meta.pane_title.as_deref().unwrap_or(""),
+            cursor_x: meta.cursor_x,
+            cursor_y: meta.cursor_y,
+            width: meta.width,
+            height: meta.height,
+        })
+    });
+    if json {
+        let mut v = serde_json::to_value(&d)?;
+        if let (Some(t), Some(o)) = (&traces, v.as_object_mut()) {
+            o.insert("explain".into(), serde_json::to_value(t)?);
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} ({}{}) confidence {:.2}",
+        d.state,
+        d.agent.as_str(),
+        if d.error { ", error" } else { "" },
+        d.confidence
+    );
+    if let Some(p) = &d.permission {
+        println!("  asks: {} {}", p.tool, p.action);
+        for (i, o) in p.options.iter().enumerate() {
+            println!("    {}. {o}", i + 1);
+        }
+    }
+    if let Some(r) = &d.limit_reset {
+        println!("  resets: {r}");
+    }
+    if let Some(dr) = &d.draft {
+        println!("  draft: {dr:?}");
+    }
+    for e in &d.evidence {
+        println!("  {} ← {:?}", e.rule, e.line.trim());
+    }
+    if let Some(traces) = traces {
+        println!("rules evaluated:");
+        for t in traces {
+            println!(
+                "  {} {:<40} {}{}",
+                if t.decided {
+                    "*"
+                } else if t.matched {
+                    "+"
+                } else {
+                    " "
+                },
+                t.rule,
+                t.line
+                    .as_deref()
+                    .map(|l| format!("{:?}", l.trim()))
+                    .unwrap_or_default(),
+                t.skipped
+                    .as_deref()
+                    .map(|s| format!(" (skipped: {s})"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn context(
+    json: bool,
+    capture: &Path,
+    project: Option<&str>,
+    goal: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let screen = read(capture, "capture")?;
+    let goal = goal
+        .unwrap_or("continue the work shown in the pane")
+        .to_string();
+    let rec = SessionRecord {
+        project: project.unwrap_or("project").to_string(),
+        tasks: TaskGraph::from_steps([goal.clone()]),
+        goal,
+        max_turns: 30,
+        ..Default::default()
+    };
+    let d = Detector::embedded().detect(&DetectionInput {
+        text: &screen,
+        ..Default::default()
+    });
+    let signal = PaneSignal::from_flags(
+        d.error,
+        !d.error && d.state == karl_common::detect::PaneState::Idle,
+    );
+    let config = ContextConfig::default();
+    let estimator = TokenEstimator::default();
+    let ctx = session_context(&rec, &screen, signal, &[], &config, &estimator);
+    super::output::context(&context_reply(&ctx), json);
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,338 @@
+//! karl-ctl's output: aligned text tables for people, JSON for scripts.
+
+use karl_common::gate::Verdict;
+use karl_common::pb;
+use serde_json::json;
+
+fn print_json(v: &serde_json::Value) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
+/// "3s ago", "2m ago" from a unix-ms timestamp.
+pub fn ago(unix_ms: u64) -> String {
+    if unix_ms == 0 {
+        return "never".into();
+    }
+    let secs = karl_common::unix_ms().saturating_sub(unix_ms) / 1000;
+    match secs {
+        0..=119 => format!("{secs}s ago"),
+        120..=7199 => format!("{}m ago", secs / 60),
+        _ => format!("{}h ago", secs / 3600),
+    }
+}
+
+pub fn agents(agents: &[pb::AgentStatus], json: bool) {
+    if json {
+        let v: Vec<_> = agents
+            .iter()
+            .map(|a| {
+                json!({
+                    "machine": a.machine, "version": a.version, "hostname": a.hostname,
+                    "tmux_version": a.tmux_version, "connected_unix_ms": a.connected_unix_ms,
+                    "last_heartbeat_unix_ms": a.last_heartbeat_unix_ms, "pane_count": a.pane_count,
+                    "instance_id": a.instance_id, "peer": a.peer,
+                })
+            })
+            .collect();
+        return print_json(&json!(v));
+    }
+    if agents.is_empty() {
+        println!("no agents connected");
+        return;
+    }
+    println!(
+        "{:<12} {:<9} {:<14} {:<14} {:>5}  {}",
+        "MACHINE", "VERSION", "CONNECTED", "HEARTBEAT", "PANES", "HOST"
+    );
+    for a in agents {
+        println!(
+            "{:<12} {:<9} {:<14} {:<14} {:>5}  {}",
+            a.machine,
+            a.version,
+            ago(a.connected_unix_ms),
+            ago(a.last_heartbeat_unix_ms),
+            a.pane_count,
+            a.hostname
+        );
+    }
+}
+
+fn pane_json(p: &pb::PaneInfo) -> serde_json::Value {
+    json!({
+        "target": format!("{}:{}.{}", p.session, p.window, p.pane),
+        "pane_id": p.pane_id, "session": p.session, "window": p.window, "pane": p.pane,
+        "current_command": p.current_command, "title": p.title, "width": p.width,
+        "height": p.height, "cwd": p.current_path, "pid": p.pid, "in_mode": p.in_mode, "dead": p.dead,
+    })
+}
+
+pub fn panes(panes: &[pb::PaneInfo], json: bool) {
+    if json {
+        let v: Vec<_> = panes.iter().map(pane_json).collect();
+        return print_json(&json!(v));
+    }
+    if panes.is_empty() {
+        println!("no panes (is a tmux server running for that agent's user and socket?)");
+        return;
+    }
+    println!(
+        "{:<24} {:<6} {:<12} {:<9} {:<24} {}",
+        "TARGET", "ID", "COMMAND", "SIZE", "TITLE", "CWD"
+    );
+    for p in panes {
+        println!(
+            "{:<24} {:<6} {:<12} {:<9} {:<24} {}",
+            format!("{}:{}.{}", p.session, p.window, p.pane),
+            p.pane_id,
+            p.current_command,
+            format!("{}x{}", p.width, p.height),
+            p.title.chars().take(24).collect::<String>(),
+            p.current_path
+        );
+    }
+}
+
+pub fn snapshot(s: &pb::PaneSnapshot, json: bool, ansi: bool) {
+    if json {
+        let reason = pb::SnapshotReason::try_from(s.reason)
+            .map(|r| {
+                r.as_str_name()
+                    .trim_start_matches("SNAPSHOT_REASON_")
+                    .to_lowercase()
+            })
+            .unwrap_or_default();
+        let v = json!({
+            "pane": s.pane.as_ref().map(pane_json),
+            "text": s.text, "ansi": s.ansi, "cursor_x": s.cursor_x, "cursor_y": s.cursor_y,
+            "stable_hash": s.stable_hash, "new_lines": s.new_lines, "novelty": s.novelty,
+            "reason": reason, "captured_unix_ms": s.captured_unix_ms, "seq": s.seq,
+        });
+        // One object per line, so `watch-pane --json` is line-delimited.
+        println!("{}", serde_json::to_string(&v).unwrap_or_default());
+        return;
+    }
+    if ansi && !s.ansi.is_empty() {
+        println!("{}", s.ansi);
+    } else {
+        println!("{}", s.text);
+    }
+}
+
+/// Prints the send outcome; returns whether the text was submitted.
+pub fn send_result(r: &pb::SendTextReply, json: bool) -> bool {
+    let res = r.result.clone().unwrap_or_default();
+    let outcome = res.outcome();
+    let ok = matches!(
+        outcome,
+        pb::InjectOutcome::Submitted | pb::InjectOutcome::SubmittedAfterRetry
+    );
+    let name = outcome
+        .as_str_name()
+        .trim_start_matches("INJECT_OUTCOME_")
+        .to_lowercase();
+    if json {
+        print_json(&json!({
+            "outcome": name, "reason": res.reason, "enter_retries": res.enter_retries,
+            "pane_id": res.pane_id, "elapsed_ms": res.elapsed_ms, "gate_reasons": r.gate_reasons,
+        }));
+    } else if ok {
+        println!(
+            "{name} to {} in {} ms ({} Enter retries)",
+            res.pane_id, res.elapsed_ms, res.enter_retries
+        );
+    } else {
+        eprintln!("not sent ({name}): {}", res.reason);
+    }
+    ok
+}
+
+pub fn verdict(v: &Verdict, json: bool) {
+    if json {
+        print_json(&serde_json::to_value(v).unwrap_or_default());
+        return;
+    }
+    if v.pass {
+        println!("pass");
+    } else {
+        println!("block ({:?})", v.action);
+        for r in &v.reasons {
+            println!("  {:?}: {}", r.rule, r.detail);
+        }
+    }
+}
+
+fn summary_json(s: &pb::SessionSummary) -> serde_json::Value {
+    json!({
+        "id": s.id, "machine": s.machine, "target": s.target, "pane_id": s.pane_id,
+        "project": s.project, "goal": s.goal, "status": s.status, "turns": s.turns,
+        "max_turns": s.max_turns, "dry_run": s.dry_run, "plan_only": s.plan_only,
+        "last_state": s.last_state, "reason": s.reason,
+        "started_unix_ms": s.started_unix_ms, "updated_unix_ms": s.updated_unix_ms,
+    })
+}
+
+fn turn_json(t: &pb::TurnRecord) -> serde_json::Value {
+    json!({
+        "n": t.n, "prompt": t.prompt, "source": t.source, "gate": t.gate,
+        "model_latency_ms": t.model_latency_ms, "prompt_tokens": t.prompt_tokens,
+        "pane_hash": t.pane_hash, "outcome": t.outcome, "inject": t.inject,
+        "unix_ms": t.unix_ms, "state": t.state,
+    })
+}
+
+pub fn session_started(s: &pb::SessionSummary, json: bool) {
+    if json {
+        return println!(
+            "{}",
+            serde_json::to_string(&summary_json(s)).unwrap_or_default()
+        );
+    }
+    println!("{}", s.id);
+    let mut notes = Vec::new();
+    if s.dry_run {
+        notes.push("dry run: nothing will be typed".to_string());
+    }
+    if s.plan_only {
+        notes.push("plan-only".to_string());
+    }
+    if !s.reason.is_empty() {
+        notes.push(s.reason.clone());
+    }
+    if !notes.is_empty() {
+        eprintln!("  {}", notes.join("; "));
+    }
+}
+
+/// One line for a session (pause/resume/stop/approve/deny replies).
+pub fn session_line(s: &pb::SessionSummary, json: bool) {
+    if json {
+        return println!(
+            "{}",
+            serde_json::to_string(&summary_json(s)).unwrap_or_default()
+        );
+    }
+    println!("{} {} — {}", s.id, s.status, s.reason);
+}
+
+pub fn sessions(list: &[pb::SessionSummary], json: bool) {
+    if json {
+        let v: Vec<_> = list.iter().map(summary_json).collect();
+        return print_json(&json!(v));
+    }
+    if list.is_empty() {
+        println!("no sessions");
+        return;
+    }
+    println!(
+        "{:<30} {:<10} {:>7} {:<10} {:<16} {}",
+        "ID", "STATUS", "TURNS", "PANE", "PROJECT", "REASON"
+    );
+    for s in list {
+        println!(
+            "{:<30} {:<10} {:>7} {:<10} {:<16} {}",
+            s.id,
+            s.status,
+            format!("{}/{}", s.turns, s.max_turns),
+            s.last_state,
+            s.project,
+            s.reason
+        );
+    }
+}
+
+pub fn turn(t: &pb::TurnRecord, json: bool) {
+    if json {
+        return println!(
+            "{}",
+            serde_json::to_string(&turn_json(t)).unwrap_or_default()
+        );
+    }
+    println!(
+        "turn {:>3} [{}] {} → {} ({}; {} ms model)\n  {}",
+        t.n,
+        t.state,
+        t.source,
+        t.inject,
+        t.outcome,
+        t.model_latency_ms,
+        t.prompt.replace('\n', "\n  ")
+    );
+    for g in &t.gate {
+        println!("    gate: {g}");
+    }
+}
+
+pub fn update(u: &pb::SessionUpdate, json: bool) {
+    if json {
+        let v = json!({
+            "event": u.event, "ended": u.ended,
+            "session": u.session.as_ref().map(summary_json),
+            "turn": u.turn.as_ref().map(turn_json),
+        });
+        return println!("{}", serde_json::to_string(&v).unwrap_or_default());
+    }
+    match &u.turn {
+        Some(t) if t.outcome == "pending" || t.inject == "dry-run" => turn(t, false),
+        _ if u.ended => println!("session ended — {}", u.event),
+        _ => println!("  · {}", u.event),
+    }
+}
+
+pub fn show(d: &pb::SessionDetail, json: bool) {
+    let rec: serde_json::Value = serde_json::from_str(&d.json).unwrap_or_default();
+    if json {
+        let v = json!({
+            "session": d.summary.as_ref().map(summary_json),
+            "record": rec,
+            "turns": d.turns.iter().map(turn_json).collect::<Vec<_>>(),
+        });
+        return print_json(&v);
+    }
+    let s = d.summary.clone().unwrap_or_default();
+    println!("session  {}", s.id);
+    println!("pane     {} {} ({})", s.machine, s.target, s.pane_id);
+    println!("project  {}", s.project);
+    println!("goal     {}", s.goal);
+    println!("status   {} — {}", s.status, s.reason);
+    println!(
+        "turns    {}/{}{}{}",
+        s.turns,
+        s.max_turns,
+        if s.dry_run { " (dry run)" } else { "" },
+        if s.plan_only { " (plan-only)" } else { "" }
+    );
+    if let Some(tasks) = rec["tasks"]["tasks"].as_array() {
+        println!("tasks");
+        for t in tasks {
+            println!(
+                "  [{}] {}",
+                t["status"].as_str().unwrap_or("?"),
+                t["title"].as_str().unwrap_or("")
+            );
+        }
+    }
+    if let Some(line) = rec["summary_line"].as_str() {
+        println!("summary  {line}");
+    }
+    let last: Vec<_> = d.turns.iter().rev().take(5).collect();
+    if !last.is_empty() {
+        println!("last turns");
+        for t in last.into_iter().rev() {
+            turn(t, false);
+        }
+    }
+}
+
+pub fn context(r: &pb::ContextReply, json: bool) {
+    if json {
+        let v = json!({
+            "messages": r.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
+            "estimated_tokens": r.estimated_tokens, "budget": r.budget,
+        });
+        return print_json(&v);
+    }
+    for m in &r.messages {
+        println!("── {} ──\n{}\n", m.role, m.content);
+    }
+    println!("≈ {} of {} tokens", r.estimated_tokens, r.budget);
+}

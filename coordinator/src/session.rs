@@ -1,0 +1,617 @@
+//! Session records and the per-snapshot decision, all plain data and pure functions.
+//!
+//! [`SessionRecord`] is what sled stores for a session; [`TurnRecord`] one turn.
+//! [`decide`] is DESIGN.md's state table: given the session and the classifier's verdict
+//! on a settled snapshot, what the engine does next. The async task in
+//! [`crate::engine`] only carries decisions out.
+//!
+//! The prototype's session phases map onto pane states and session signals like this:
+//! STARTING → the first snapshot before turn 1 (any state; the engine waits for idle);
+//! BUILDING → pane `working`, or `idle` with turns to go; WAITING → `permission`,
+//! `dialog`, a human `draft`, `limited` (session status `waiting`/`escalated`);
+//! ERROR → `idle` with the error flag (the next turn gets more terminal lines);
+//! DONE → every task done or the turn budget spent (status `done`); STUCK → a task on
+//! too many turns, or a pane unchanged past its limit (status `escalated`).
+
+use std::collections::BTreeMap;
+
+use karl_common::detect::{AgentKind, Detection, PaneState};
+use karl_common::gate::LoopLimits;
+
+use crate::context::{Digest, TaskGraph};
+use karl_common::pb;
+use serde::{Deserialize, Serialize};
+
+/// Where a session stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    #[default]
+    Running,
+    Paused,
+    /// Waiting on something that resolves by itself (agent offline, usage limit, a busy pane).
+    Waiting,
+    /// Needs a human (dialog, permission under `escalate`, stuck, exited).
+    Escalated,
+    Done,
+    Stopped,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Paused => "paused",
+            Status::Waiting => "waiting",
+            Status::Escalated => "escalated",
+            Status::Done => "done",
+            Status::Stopped => "stopped",
+            Status::Failed => "failed",
+        }
+    }
+
+    /// A session that still owns its pane and may act.
+    pub fn is_live(self) -> bool {
+        matches!(
+            self,
+            Status::Running | Status::Paused | Status::Waiting | Status::Escalated
+        )
+    }
+}
+
+/// What to do when the agent asks for a tool permission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionPolicy {
+    #[default]
+    Escalate,
+    ApproveSafe,
+    Deny,
+}
+
+impl PermissionPolicy {
+    pub fn from_pb(p: i32) -> Self {
+        match pb::PermissionPolicy::try_from(p) {
+            Ok(pb::PermissionPolicy::ApproveSafe) => PermissionPolicy::ApproveSafe,
+            Ok(pb::PermissionPolicy::Deny) => PermissionPolicy::Deny,
+            _ => PermissionPolicy::Escalate,
+        }
+    }
+}
+
+/// Tunables the engine applies to every session.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub default_max_turns: u32,
+    /// Injections per minute and turns without progress before escalating.
+    pub loops: LoopLimits,
+    pub unchanged_escalate_ms: u64,
+    pub unknown_escalate_ms: u64,
+    pub task_stuck_turns: u32,
+    pub settle_ms: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            default_max_turns: 30,
+            loops: LoopLimits::default(),
+            unchanged_escalate_ms: 20 * 60 * 1000,
+            unknown_escalate_ms: 5 * 60 * 1000,
+            task_stuck_turns: 8,
+            settle_ms: 1500,
+        }
+    }
+}
+
+/// The durable record of one session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct SessionRecord {
+    pub id: String,
+    pub machine: String,
+    pub target: String,
+    pub pane_id: String,
+    pub project: String,
+    pub goal: String,
+    pub path: String,
+    pub tasks: TaskGraph,
+    /// Compressed older turns and milestones.
+    pub digest: Digest,
+    pub status: Status,
+    pub reason: String,
+    pub dry_run: bool,
+    pub max_turns: u32,
+    pub permissions: PermissionPolicy,
+    pub plan_only: bool,
+    pub auto_detect: bool,
+    /// Prompts typed (or, in dry run, recorded).
+    pub turns: u32,
+    /// Prompts the model offered that the gate refused.
+    pub gated: u32,
+    pub rejections: BTreeMap<String, u32>,
+    pub fallbacks: u32,
+    pub model_latencies_ms: Vec<u64>,
+    pub model_errors: u32,
+    /// The last 15 prompts, oldest first (the anti-repeat fence).
+    pub history: Vec<String>,
+    pub last_state: String,
+    pub last_error: bool,
+    /// Stable hash of the pane when we last typed; a turn fires only after it changes.
+    pub inject_hash: String,
+    pub last_hash: String,
+    pub last_change_ms: u64,
+    pub inject_times_ms: Vec<u64>,
+    /// Consecutive turns after which the pane showed no progress.
+    pub stalled: u32,
+    /// A typed prompt whose turn has not been judged yet.
+    pub awaiting_outcome: bool,
+    /// We typed and the pane has not turned busy or changed yet.
+    pub awaiting_busy: bool,
+    pub enter_resent: bool,
+    pub pending_permission: Option<karl_common::detect::PermissionRequest>,
+    /// The escalation clears by itself once the pane is idle again (dialogs,
+    /// permissions, exits a human dealt with); stuck and stalled ones need `resume`.
+    pub auto_resume: bool,
+    pub agent_kind: String,
+    pub unknown_since_ms: u64,
+    pub started_ms: u64,
+    pub updated_ms: u64,
+    pub escape_rotation: u32,
+    /// Where the last typed prompt came from (model | regenerated | plan | escape).
+    pub last_source: String,
+}
+
+/// One turn as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct TurnRecord {
+    pub n: u32,
+    pub prompt: String,
+    /// model | regenerated | plan | escape | manual
+    pub source: String,
+    pub gate: Vec<String>,
+    pub model_latency_ms: u64,
+    pub prompt_tokens: u32,
+    pub pane_hash: String,
+    /// pending | progress | error | blocked | complete
+    pub outcome: String,
+    /// pending | submitted | submitted-after-retry | dry-run | refused: … | failed: … | unconfirmed
+    pub inject: String,
+    pub unix_ms: u64,
+    pub state: String,
+    pub reason: String,
+}
+
+impl TurnRecord {
+    pub fn to_pb(&self) -> pb::TurnRecord {
+        pb::TurnRecord {
+            n: self.n,
+            prompt: self.prompt.clone(),
+            source: self.source.clone(),
+            gate: self.gate.clone(),
+            model_latency_ms: self.model_latency_ms,
+            prompt_tokens: self.prompt_tokens,
+            pane_hash: self.pane_hash.clone(),
+            outcome: self.outcome.clone(),
+            inject: self.inject.clone(),
+            unix_ms: self.unix_ms,
+            state: self.state.clone(),
+        }
+    }
+}
+
+impl SessionRecord {
+    pub fn summary(&self) -> pb::SessionSummary {
+        pb::SessionSummary {
+            id: self.id.clone(),
+            machine: self.machine.clone(),
+            target: self.target.clone(),
+            pane_id: self.pane_id.clone(),
+            project: self.project.clone(),
+            goal: self.goal.clone(),
+            status: self.status.as_str().to_string(),
+            turns: self.turns,
+            max_turns: self.max_turns,
+            dry_run: self.dry_run,
+            last_state: self.last_state.clone(),
+            reason: self.reason.clone(),
+            started_unix_ms: self.started_ms,
+            updated_unix_ms: self.updated_ms,
+            plan_only: self.plan_only,
+        }
+    }
+
+    /// `{machine}/{pane_id}`: the key of the one-writer-per-pane lock.
+    pub fn pane_key(&self) -> String {
+        pane_key(&self.machine, &self.pane_id)
+    }
+
+    pub fn remember_prompt(&mut self, prompt: &str) {
+        self.history.push(prompt.to_string());
+        let excess = self.history.len().saturating_sub(15);
+        self.history.drain(..excess);
+    }
+
+    pub fn record_latency(&mut self, ms: u64) {
+        self.model_latencies_ms.push(ms);
+        let excess = self.model_latencies_ms.len().saturating_sub(500);
+        self.model_latencies_ms.drain(..excess);
+    }
+
+    /// Remembers an injection time (only the last minute's matter to the loop limit).
+    pub fn note_injection(&mut self, now_ms: u64) {
+        self.inject_times_ms
+            .retain(|t| now_ms.saturating_sub(*t) < karl_common::gate::limits::RATE_WINDOW_MS);
+        self.inject_times_ms.push(now_ms);
+    }
+
+    /// The end-of-session summary line(s).
+    pub fn end_summary(&self) -> String {
+        let mut lat = self.model_latencies_ms.clone();
+        lat.sort_unstable();
+        let pct = |p: f64| -> u64 {
+            if lat.is_empty() {
+                0
+            } else {
+                lat[((lat.len() - 1) as f64 * p).round() as usize]
+            }
+        };
+        let rejections = if self.rejections.is_empty() {
+            "none".to_string()
+        } else {
+            self.rejections
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        format!(
+            "{}: {} — turns {} of {}, gated {} (rejections: {}), fallbacks {}, model latency p50 {} ms / p95 {} ms, tasks done {}/{}",
+            self.status.as_str(),
+            if self.reason.is_empty() { "-" } else { &self.reason },
+            self.turns,
+            self.max_turns,
+            self.gated,
+            rejections,
+            self.fallbacks,
+            pct(0.5),
+            pct(0.95),
+            self.tasks.done_count(),
+            self.tasks.tasks.len()
+        )
+    }
+}
+
+pub fn pane_key(machine: &str, pane_id: &str) -> String {
+    format!("{machine}/{pane_id}")
+}
+
+/// Session ids: `{machine}_{pane}_{timestamp}` with the pane id's `%` dropped.
+pub fn session_id(machine: &str, pane_id: &str, unix_ms: u64) -> String {
+    format!("{machine}_{}_{unix_ms}", pane_id.trim_start_matches('%'))
+}
+
+/// What the engine does after a settled snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Nothing to do now.
+    Wait(&'static str),
+    /// Write the next prompt.
+    Fire,
+    /// Our own prompt sits unsent in the box: press Enter once.
+    ResendEnter,
+    /// Answer a permission prompt (true = approve).
+    Permission { approve: bool, why: String },
+    /// Stop acting and tell the operator.
+    Escalate(String),
+    /// Usage limit: wait for the reset.
+    Limited(String),
+    /// The agent exited.
+    Exited,
+    /// The session is finished.
+    Done(String),
+}
+
+/// Inputs of [`decide`] beyond the record: facts about this snapshot and the clock.
+#[derive(Debug, Clone)]
+pub struct SnapshotFacts<'a> {
+    pub detection: &'a Detection,
+    pub stable_hash: &'a str,
+    pub now_ms: u64,
+    /// The permission request passes the gate's destructive check.
+    pub permission_safe: bool,
+}
+
+/// DESIGN.md's state table, as a pure function.
+pub fn decide(s: &SessionRecord, f: &SnapshotFacts<'_>, limits: &Limits) -> Decision {
+    if !s.status.is_live() {
+        return Decision::Wait("session ended");
+    }
+    let d = f.detection;
+    match d.state {
+        PaneState::Working => Decision::Wait("agent is working"),
+        PaneState::Dialog => Decision::Escalate(format!(
+            "a dialog needs a human ({})",
+            d.evidence
+                .first()
+                .map(|e| e.line.trim())
+                .unwrap_or("no detail")
+        )),
+        PaneState::Permission => {
+            let what = d
+                .permission
+                .as_ref()
+                .map(|p| format!("{} {}", p.tool, p.action).trim().to_string())
+                .unwrap_or_else(|| "a tool action".into());
+            match s.permissions {
+                PermissionPolicy::Escalate => {
+                    Decision::Escalate(format!("permission asked: {what}"))
+                }
+                PermissionPolicy::Deny => Decision::Permission {
+                    approve: false,
+                    why: format!("policy deny: {what}"),
+                },
+                PermissionPolicy::ApproveSafe if f.permission_safe => Decision::Permission {
+                    approve: true,
+                    why: format!("policy approve-safe: {what}"),
+                },
+                PermissionPolicy::ApproveSafe => Decision::Escalate(format!(
+                    "permission asked for a destructive action, not approved: {what}"
+                )),
+            }
+        }
+        PaneState::Draft => {
+            let draft = d.draft.as_deref().unwrap_or("").trim();
+            let ours = s.history.last().map(|p| p.trim()).unwrap_or("");
+            let is_ours = !ours.is_empty()
+                && !draft.is_empty()
+                && (ours.starts_with(draft) || draft.starts_with(first_line(ours)));
+            if s.awaiting_busy && is_ours && !s.enter_resent {
+                Decision::ResendEnter
+            } else if is_ours {
+                Decision::Escalate("our prompt is stuck unsent in the input box".into())
+            } else {
+                Decision::Wait("a human draft is in the input box")
+            }
+        }
+        PaneState::Exited => Decision::Exited,
+        PaneState::Limited => Decision::Limited(
+            d.limit_reset
+                .clone()
+                .unwrap_or_else(|| "an unstated time".into()),
+        ),
+        PaneState::Unknown => {
+            if s.unknown_since_ms > 0
+                && f.now_ms.saturating_sub(s.unknown_since_ms) > limits.unknown_escalate_ms
+            {
+                Decision::Escalate("the pane's state has been unreadable for too long".into())
+            } else {
+                Decision::Wait("pane state unknown")
+            }
+        }
+        PaneState::Idle => {
+            if s.status == Status::Paused {
+                return Decision::Wait("paused");
+            }
+            if s.status == Status::Escalated && !s.auto_resume {
+                return Decision::Wait("escalated: waiting for the operator");
+            }
+            if s.turns >= s.max_turns {
+                return Decision::Done(format!("turn budget of {} reached", s.max_turns));
+            }
+            if s.tasks.is_complete() {
+                return Decision::Done("every planned task is done".into());
+            }
+            if s.turns > 0 && f.stable_hash == s.inject_hash {
+                if f.now_ms.saturating_sub(s.last_change_ms) > limits.unchanged_escalate_ms {
+                    return Decision::Escalate(
+                        "the pane has not changed since our last prompt".into(),
+                    );
+                }
+                return Decision::Wait("pane unchanged since our last prompt");
+            }
+            if let Err(breach) = limits.loops.check(&s.inject_times_ms, f.now_ms, s.stalled) {
+                return Decision::Escalate(breach.to_string());
+            }
+            if let Some(t) = s.tasks.active() {
+                if t.turns_on_it >= limits.task_stuck_turns {
+                    return Decision::Escalate(format!(
+                        "task {:?} stuck for {} turns",
+                        t.title, t.turns_on_it
+                    ));
+                }
+            }
+            Decision::Fire
+        }
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+/// Keys to press for a permission answer, per agent CLI.
+pub fn permission_keys(agent: AgentKind, approve: bool) -> Vec<String> {
+    match (agent, approve) {
+        (AgentKind::Codex, true) => vec!["y".into()],
+        (_, true) => vec!["1".into()],
+        (_, false) => vec!["Escape".into()],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn det(state: PaneState) -> Detection {
+        Detection {
+            state,
+            ..Default::default()
+        }
+    }
+
+    fn session() -> SessionRecord {
+        SessionRecord {
+            max_turns: 10,
+            ..Default::default()
+        }
+    }
+
+    fn facts<'a>(d: &'a Detection, hash: &'a str) -> SnapshotFacts<'a> {
+        SnapshotFacts {
+            detection: d,
+            stable_hash: hash,
+            now_ms: 1_000_000,
+            permission_safe: true,
+        }
+    }
+
+    #[test]
+    fn never_types_into_busy_dialog_or_human_draft() {
+        let s = session();
+        let l = Limits::default();
+        assert!(matches!(
+            decide(&s, &facts(&det(PaneState::Working), "h"), &l),
+            Decision::Wait(_)
+        ));
+        assert!(matches!(
+            decide(&s, &facts(&det(PaneState::Dialog), "h"), &l),
+            Decision::Escalate(_)
+        ));
+        let mut draft = det(PaneState::Draft);
+        draft.draft = Some("half-written by a human".into());
+        assert!(matches!(
+            decide(&s, &facts(&draft, "h"), &l),
+            Decision::Wait(_)
+        ));
+        assert!(matches!(
+            decide(&s, &facts(&det(PaneState::Unknown), "h"), &l),
+            Decision::Wait(_)
+        ));
+    }
+
+    #[test]
+    fn idle_fires_only_after_the_pane_changed() {
+        let mut s = session();
+        let l = Limits::default();
+        let idle = det(PaneState::Idle);
+        assert_eq!(decide(&s, &facts(&idle, "a"), &l), Decision::Fire);
+        s.turns = 1;
+        s.inject_hash = "a".into();
+        s.last_change_ms = 1_000_000;
+        assert!(matches!(
+            decide(&s, &facts(&idle, "a"), &l),
+            Decision::Wait(_)
+        ));
+        assert_eq!(decide(&s, &facts(&idle, "b"), &l), Decision::Fire);
+        s.status = Status::Paused;
+        assert!(matches!(
+            decide(&s, &facts(&idle, "b"), &l),
+            Decision::Wait("paused")
+        ));
+    }
+
+    #[test]
+    fn budget_and_plan_end_the_session() {
+        let mut s = session();
+        s.turns = 10;
+        assert!(matches!(
+            decide(&s, &facts(&det(PaneState::Idle), "x"), &Limits::default()),
+            Decision::Done(_)
+        ));
+        let mut s = session();
+        s.tasks = TaskGraph::from_steps(["a"]);
+        s.tasks.advance(1);
+        assert!(matches!(
+            decide(&s, &facts(&det(PaneState::Idle), "x"), &Limits::default()),
+            Decision::Done(_)
+        ));
+    }
+
+    #[test]
+    fn permission_follows_policy() {
+        let l = Limits::default();
+        let p = det(PaneState::Permission);
+        let mut s = session();
+        assert!(matches!(
+            decide(&s, &facts(&p, "h"), &l),
+            Decision::Escalate(_)
+        ));
+        s.permissions = PermissionPolicy::Deny;
+        assert!(matches!(
+            decide(&s, &facts(&p, "h"), &l),
+            Decision::Permission { approve: false, .. }
+        ));
+        s.permissions = PermissionPolicy::ApproveSafe;
+        assert!(matches!(
+            decide(&s, &facts(&p, "h"), &l),
+            Decision::Permission { approve: true, .. }
+        ));
+        let mut f = facts(&p, "h");
+        f.permission_safe = false;
+        assert!(matches!(decide(&s, &f, &l), Decision::Escalate(_)));
+    }
+
+    #[test]
+    fn our_unsent_prompt_gets_one_enter() {
+        let l = Limits::default();
+        let mut s = session();
+        s.history = vec!["Add a health endpoint".into()];
+        s.awaiting_busy = true;
+        let mut d = det(PaneState::Draft);
+        d.draft = Some("Add a health endpoint".into());
+        assert_eq!(decide(&s, &facts(&d, "h"), &l), Decision::ResendEnter);
+        s.enter_resent = true;
+        assert!(matches!(
+            decide(&s, &facts(&d, "h"), &l),
+            Decision::Escalate(_)
+        ));
+    }
+
+    #[test]
+    fn injecting_too_fast_escalates() {
+        let l = Limits::default();
+        let mut s = session();
+        for i in 0..l.loops.max_injections_per_minute {
+            s.note_injection(1_000_000 - 1000 * u64::from(i));
+        }
+        let d = decide(&s, &facts(&det(PaneState::Idle), "x"), &l);
+        assert!(matches!(&d, Decision::Escalate(r) if r.contains("per minute")), "{d:?}");
+    }
+
+    #[test]
+    fn stalls_and_stuck_tasks_escalate() {
+        let l = Limits::default();
+        let mut s = session();
+        s.stalled = l.loops.max_turns_without_progress;
+        assert!(matches!(
+            decide(&s, &facts(&det(PaneState::Idle), "x"), &l),
+            Decision::Escalate(_)
+        ));
+        let mut s = session();
+        s.tasks = TaskGraph::from_steps(["t", "u"]);
+        for turn in 0..l.task_stuck_turns {
+            s.tasks.note_turn(turn);
+        }
+        assert!(matches!(
+            decide(&s, &facts(&det(PaneState::Idle), "x"), &l),
+            Decision::Escalate(_)
+        ));
+    }
+
+    #[test]
+    fn ids_and_summary() {
+        assert_eq!(session_id("mac2", "%12", 1700), "mac2_12_1700");
+        let mut s = session();
+        s.model_latencies_ms = vec![10, 20, 30, 40, 100];
+        s.rejections.insert("status".into(), 2);
+        let line = s.end_summary();
+        assert!(
+            line.contains("p50 30 ms") && line.contains("status 2"),
+            "{line}"
+        );
+    }
+}

@@ -1,0 +1,375 @@
+//! Durable state in sled: sessions, their turns, the audit log, and the
+//! one-session-per-pane locks.
+//!
+//! Layout (one sled tree each, values are JSON so a record can gain fields without a
+//! migration):
+//! - `meta`: `schema_version` → u32 big-endian.
+//! - `sessions`: session id → session record.
+//! - `turns`: session id ‖ 0x00 ‖ turn number (u32 BE) → turn record.
+//! - `audit`: sequence (u64 BE, from sled's monotonic id generator) → audit entry.
+//! - `locks`: `machine/%pane` → session id holding that pane.
+//!
+//! A turn is committed with its session record and its audit entry in one multi-tree
+//! transaction and flushed before the coordinator acts on it, so a SIGKILL at any point
+//! leaves either the whole turn or none of it.
+//!
+//! Typed records live in [`crate::session`]; this module only knows keys and JSON.
+
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use sled::transaction::{ConflictableTransactionError, TransactionError};
+use sled::Transactional;
+
+/// The schema this build writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the database at {path}: {source} (check the directory exists, is writable and has free space; another karl-coord may hold it)")]
+    Open {
+        path: String,
+        #[source]
+        source: sled::Error,
+    },
+    #[error("the database at {path} has schema v{found}, newer than this karl-coord understands (v{SCHEMA_VERSION}): upgrade karl-coord")]
+    SchemaTooNew { path: String, found: u32 },
+    #[error("database write failed: {0} (is the disk full or read-only?)")]
+    Sled(#[from] sled::Error),
+    #[error("corrupt record in {tree}: {message}")]
+    Corrupt { tree: &'static str, message: String },
+    #[error(
+        "pane {pane} is already driven by session {holder}; stop it first (karl-ctl stop {holder})"
+    )]
+    PaneLocked { pane: String, holder: String },
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// One line of the audit log: every injection, refusal and permission decision.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AuditEntry {
+    pub unix_ms: u64,
+    pub session: String,
+    pub machine: String,
+    pub pane: String,
+    /// `inject`, `refused`, `blocked`, `permission`, `forced`, `dry-run`, …
+    pub kind: String,
+    pub text: String,
+    pub detail: String,
+}
+
+#[derive(Clone)]
+pub struct Store {
+    db: sled::Db,
+    sessions: sled::Tree,
+    turns: sled::Tree,
+    audit: sled::Tree,
+    locks: sled::Tree,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
+fn turn_key(session: &str, n: u32) -> Vec<u8> {
+    let mut k = Vec::with_capacity(session.len() + 5);
+    k.extend_from_slice(session.as_bytes());
+    k.push(0);
+    k.extend_from_slice(&n.to_be_bytes());
+    k
+}
+
+fn turn_prefix(session: &str) -> Vec<u8> {
+    let mut k = session.as_bytes().to_vec();
+    k.push(0);
+    k
+}
+
+fn to_json<T: Serialize>(v: &T) -> Vec<u8> {
+    // Plain structs of strings and numbers: serialization cannot fail.
+    serde_json::to_vec(v).unwrap_or_default()
+}
+
+fn from_json<T: DeserializeOwned>(tree: &'static str, bytes: &[u8]) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+        tree,
+        message: e.to_string(),
+    })
+}
+
+fn abort<E>(e: TransactionError<E>) -> StoreError
+where
+    StoreError: From<E>,
+{
+    match e {
+        TransactionError::Abort(e) => e.into(),
+        TransactionError::Storage(e) => StoreError::Sled(e),
+    }
+}
+
+impl From<std::convert::Infallible> for StoreError {
+    fn from(e: std::convert::Infallible) -> Self {
+        match e {}
+    }
+}
+
+impl Store {
+    /// Opens (or creates) the database under `dir`.
+    pub fn open(dir: &Path) -> Result<Store> {
+        let path = dir.join("karl.sled");
+        let open_err = |source| StoreError::Open {
+            path: path.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(dir).map_err(|e| open_err(sled::Error::Io(e)))?;
+        let db = sled::Config::new()
+            .path(&path)
+            .mode(sled::Mode::HighThroughput)
+            .open()
+            .map_err(open_err)?;
+        let meta = db.open_tree("meta").map_err(open_err)?;
+        match meta.get("schema_version").map_err(open_err)? {
+            Some(v) => {
+                let found = v
+                    .as_ref()
+                    .try_into()
+                    .map(u32::from_be_bytes)
+                    .unwrap_or(u32::MAX);
+                if found > SCHEMA_VERSION {
+                    return Err(StoreError::SchemaTooNew {
+                        path: path.display().to_string(),
+                        found,
+                    });
+                }
+            }
+            None => {
+                meta.insert("schema_version", &SCHEMA_VERSION.to_be_bytes())
+                    .map_err(open_err)?;
+                db.flush().map_err(open_err)?;
+            }
+        }
+        Ok(Store {
+            sessions: db.open_tree("sessions").map_err(open_err)?,
+            turns: db.open_tree("turns").map_err(open_err)?,
+            audit: db.open_tree("audit").map_err(open_err)?,
+            locks: db.open_tree("locks").map_err(open_err)?,
+            db,
+        })
+    }
+
+    pub fn flush(&self) -> Result<()> {
+        self.db.flush()?;
+        Ok(())
+    }
+
+    pub fn put_session<T: Serialize>(&self, id: &str, record: &T) -> Result<()> {
+        self.sessions.insert(id, to_json(record))?;
+        self.flush()
+    }
+
+    pub fn get_session<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
+        self.sessions
+            .get(id)?
+            .map(|v| from_json("sessions", &v))
+            .transpose()
+    }
+
+    /// Every session record, in id order.
+    pub fn sessions<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
+        self.sessions
+            .iter()
+            .values()
+            .map(|v| from_json("sessions", &v?))
+            .collect()
+    }
+
+    /// Commits a turn: the turn, the session record it updates and optional audit
+    /// entries, atomically, then flushes.
+    pub fn commit_turn<S: Serialize, T: Serialize>(
+        &self,
+        session_id: &str,
+        session: &S,
+        n: u32,
+        turn: &T,
+        audit: &[AuditEntry],
+    ) -> Result<()> {
+        let session_bytes = to_json(session);
+        let turn_bytes = to_json(turn);
+        let audit_rows: Vec<(u64, Vec<u8>)> = audit
+            .iter()
+            .map(|a| Ok((self.db.generate_id()?, to_json(a))))
+            .collect::<Result<_>>()?;
+        (&self.sessions, &self.turns, &self.audit)
+            .transaction(|(s, t, a)| {
+                s.insert(session_id.as_bytes(), session_bytes.as_slice())?;
+                t.insert(turn_key(session_id, n), turn_bytes.as_slice())?;
+                for (id, row) in &audit_rows {
+                    a.insert(&id.to_be_bytes(), row.as_slice())?;
+                }
+                Ok::<_, ConflictableTransactionError<std::convert::Infallible>>(())
+            })
+            .map_err(abort)?;
+        self.flush()
+    }
+
+    /// Turns of a session in order.
+    pub fn turns<T: DeserializeOwned>(&self, session_id: &str) -> Result<Vec<T>> {
+        self.turns
+            .scan_prefix(turn_prefix(session_id))
+            .values()
+            .map(|v| from_json("turns", &v?))
+            .collect()
+    }
+
+    pub fn append_audit(&self, entry: &AuditEntry) -> Result<()> {
+        let id = self.db.generate_id()?;
+        self.audit.insert(id.to_be_bytes(), to_json(entry))?;
+        self.flush()
+    }
+
+    /// The audit log, oldest first; `session` filters to one session.
+    pub fn audit(&self, session: Option<&str>) -> Result<Vec<AuditEntry>> {
+        let mut out = Vec::new();
+        for v in self.audit.iter().values() {
+            let e: AuditEntry = from_json("audit", &v?)?;
+            if session.is_none_or(|s| s == e.session) {
+                out.push(e);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Takes the pane lock for `session_id`. `is_live(holder)` says whether an existing
+    /// holder still counts; a dead holder's lock is taken over.
+    pub fn lock_pane(
+        &self,
+        pane_key: &str,
+        session_id: &str,
+        is_live: impl Fn(&str) -> bool,
+    ) -> Result<()> {
+        let holder = self
+            .locks
+            .get(pane_key)?
+            .map(|v| String::from_utf8_lossy(&v).into_owned());
+        if let Some(h) = &holder {
+            if h != session_id && is_live(h) {
+                return Err(StoreError::PaneLocked {
+                    pane: pane_key.to_string(),
+                    holder: h.clone(),
+                });
+            }
+        }
+        // Compare-and-swap so two drives racing for one pane can't both win.
+        let old = holder.as_deref().map(str::as_bytes);
+        match self
+            .locks
+            .compare_and_swap(pane_key, old, Some(session_id.as_bytes()))?
+        {
+            Ok(()) => self.flush(),
+            Err(cas) => Err(StoreError::PaneLocked {
+                pane: pane_key.to_string(),
+                holder: cas
+                    .current
+                    .map(|v| String::from_utf8_lossy(&v).into_owned())
+                    .unwrap_or_default(),
+            }),
+        }
+    }
+
+    /// Releases the pane lock if `session_id` holds it.
+    pub fn unlock_pane(&self, pane_key: &str, session_id: &str) -> Result<()> {
+        let _ = self.locks.compare_and_swap(
+            pane_key,
+            Some(session_id.as_bytes()),
+            None as Option<&[u8]>,
+        )?;
+        self.flush()
+    }
+
+    pub fn lock_holder(&self, pane_key: &str) -> Result<Option<String>> {
+        Ok(self
+            .locks
+            .get(pane_key)?
+            .map(|v| String::from_utf8_lossy(&v).into_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[derive(Serialize, Deserialize, Debug, PartialEq)]
+    struct Rec {
+        n: u32,
+    }
+
+    #[test]
+    fn turns_commit_atomically_and_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            for n in 1..=3 {
+                let audit = AuditEntry {
+                    unix_ms: n as u64,
+                    session: "s1".into(),
+                    machine: "m".into(),
+                    pane: "%1".into(),
+                    kind: "inject".into(),
+                    text: format!("p{n}"),
+                    detail: String::new(),
+                };
+                store
+                    .commit_turn("s1", &Rec { n }, n, &Rec { n }, &[audit])
+                    .unwrap();
+            }
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let turns: Vec<Rec> = store.turns("s1").unwrap();
+        assert_eq!(turns, vec![Rec { n: 1 }, Rec { n: 2 }, Rec { n: 3 }]);
+        assert_eq!(store.get_session::<Rec>("s1").unwrap(), Some(Rec { n: 3 }));
+        assert_eq!(store.audit(Some("s1")).unwrap().len(), 3);
+        assert!(
+            store.turns::<Rec>("s").unwrap().is_empty(),
+            "prefix must not leak across ids"
+        );
+    }
+
+    #[test]
+    fn pane_lock_is_exclusive_while_holder_lives() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.lock_pane("m/%1", "a", |_| true).unwrap();
+        store.lock_pane("m/%1", "a", |_| true).unwrap();
+        let err = store.lock_pane("m/%1", "b", |_| true).unwrap_err();
+        assert!(err.to_string().contains("karl-ctl stop a"), "{err}");
+        store.lock_pane("m/%1", "b", |_| false).unwrap();
+        assert_eq!(store.lock_holder("m/%1").unwrap().as_deref(), Some("b"));
+        store.unlock_pane("m/%1", "a").unwrap();
+        assert_eq!(store.lock_holder("m/%1").unwrap().as_deref(), Some("b"));
+        store.unlock_pane("m/%1", "b").unwrap();
+        assert_eq!(store.lock_holder("m/%1").unwrap(), None);
+    }
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = sled::open(dir.path().join("karl.sled")).unwrap();
+            db.open_tree("meta")
+                .unwrap()
+                .insert("schema_version", &99u32.to_be_bytes())
+                .unwrap();
+            db.flush().unwrap();
+        }
+        let err = Store::open(dir.path()).unwrap_err();
+        assert!(
+            matches!(err, StoreError::SchemaTooNew { found: 99, .. }),
+            "{err}"
+        );
+    }
+}

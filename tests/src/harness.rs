@@ -1,0 +1,528 @@
+//! Real processes for end-to-end tests: a private tmux server per test, the
+//! coordinator and agents as child processes on loopback, karl-ctl runs, and polling
+//! with deadlines. Every guard cleans up on drop (kill-server, SIGKILL + wait), so a
+//! failing test leaves no tmux server or process behind.
+//!
+//! The binaries are looked up next to the test executable (`target/<profile>/`); the
+//! workspace test command (`cargo test --workspace`) builds them first.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// Path of a workspace binary, e.g. `bin("karl-agent")`.
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    // target/<profile>/deps/<test> → target/<profile>/<name>
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let p = dir.join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: run the workspace test command (cargo test --workspace), which builds it",
+        p.display()
+    );
+    p
+}
+
+/// Polls `f` until it returns `Some` or `timeout` passes.
+pub fn wait_for<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A free loopback port (bound and released; good enough for tests).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(0)
+}
+
+fn unique(prefix: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A tmux server of its own (`tmux -L NAME -f /dev/null`), killed on drop.
+pub struct TmuxServer {
+    pub socket: String,
+}
+
+impl TmuxServer {
+    pub fn new() -> Self {
+        let socket = unique("karl-test");
+        TmuxServer { socket }
+    }
+
+    /// Runs `tmux -L socket ARGS`, returning stdout (panics with stderr on failure).
+    pub fn run(&self, args: &[&str]) -> String {
+        let out = self.try_run(args);
+        assert!(
+            out.status.success(),
+            "tmux {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn try_run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .arg("-f")
+            .arg("/dev/null")
+            .args(args)
+            .env_remove("TMUX")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run tmux (is it installed?): {e}"))
+    }
+
+    /// Starts a detached session running `cmd` (a shell command line) and returns its
+    /// first pane's id (`%N`).
+    pub fn new_session(&self, name: &str, width: u16, height: u16, cmd: &str) -> String {
+        let out = self.run(&[
+            "new-session",
+            "-d",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            "-s",
+            name,
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+            cmd,
+        ]);
+        out.trim().to_string()
+    }
+
+    pub fn capture(&self, pane: &str) -> String {
+        self.run(&["capture-pane", "-p", "-t", pane])
+    }
+
+    pub fn kill(&self) {
+        let _ = self.try_run(&["kill-server"]);
+    }
+}
+
+impl Default for TmuxServer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A child process killed (SIGKILL) and reaped on drop.
+pub struct Proc {
+    pub child: Child,
+    pub name: String,
+    pub log: PathBuf,
+}
+
+impl Proc {
+    pub fn spawn(name: &str, mut cmd: Command, log: PathBuf) -> Self {
+        let file =
+            std::fs::File::create(&log).unwrap_or_else(|e| panic!("log {}: {e}", log.display()));
+        let err = file.try_clone().unwrap_or_else(|e| panic!("log: {e}"));
+        cmd.stdin(Stdio::null()).stdout(file).stderr(err);
+        let child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+        Proc {
+            child,
+            name: name.to_string(),
+            log,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGKILL and reap.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then wait up to `timeout` for a clean exit; returns the exit status.
+    pub fn terminate(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        wait_for(timeout, || self.child.try_wait().ok().flatten())
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A karl-coord child on a free loopback port with its own data dir.
+pub struct Coord {
+    pub proc: Proc,
+    pub addr: String,
+    pub token: Option<String>,
+    pub data_dir: PathBuf,
+}
+
+/// Scratch space for one test: data dirs, logs, HOME.
+pub struct Scratch {
+    pub dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    pub fn new() -> Self {
+        Scratch {
+            dir: tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}")),
+        }
+    }
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A command with a scrubbed environment: no KARL_* from the developer's shell, a
+/// private HOME so no personal config file is read.
+pub fn karl_command(binary: &str, home: &Path) -> Command {
+    let mut cmd = Command::new(bin(binary));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("KARL_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("HOME", home)
+        .env("KARL_LOG", "info,coord.engine=debug,coord.engine.screen=trace,agent.inject=debug,agent.link=debug")
+        .env_remove("TMUX");
+    cmd
+}
+
+impl Coord {
+    /// Starts karl-coord with `extra` args; waits until it accepts connections.
+    pub fn start(scratch: &Scratch, token: Option<&str>, extra: &[&str]) -> Coord {
+        let port = free_port();
+        let data_dir = scratch.path(&unique("coord-data"));
+        Self::start_at(scratch, port, &data_dir, token, extra)
+    }
+
+    pub fn start_at(
+        scratch: &Scratch,
+        port: u16,
+        data_dir: &Path,
+        token: Option<&str>,
+        extra: &[&str],
+    ) -> Coord {
+        let addr = format!("127.0.0.1:{port}");
+        let mut cmd = karl_command("karl-coord", scratch.dir.path());
+        cmd.arg("--listen")
+            .arg(&addr)
+            .arg("--data-dir")
+            .arg(data_dir);
+        if let Some(t) = token {
+            cmd.arg("--token").arg(t);
+        }
+        cmd.args(extra);
+        let log = scratch.path(&unique("coord.log"));
+        let mut proc = Proc::spawn("karl-coord", cmd, log);
+        let up = wait_for(Duration::from_secs(20), || {
+            if !proc.is_running() {
+                return Some(false);
+            }
+            std::net::TcpStream::connect(&addr).ok().map(|_| true)
+        });
+        assert_eq!(
+            up,
+            Some(true),
+            "karl-coord did not come up on {addr}; log:\n{}",
+            proc.log_text()
+        );
+        Coord {
+            proc,
+            addr,
+            token: token.map(String::from),
+            data_dir: data_dir.to_path_buf(),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+/// Starts karl-agent for `machine` against `coord_url` on the given tmux socket.
+pub fn start_agent(
+    scratch: &Scratch,
+    coord_url: &str,
+    machine: &str,
+    token: Option<&str>,
+    tmux_socket: &str,
+) -> Proc {
+    let mut cmd = karl_command("karl-agent", scratch.dir.path());
+    cmd.arg("--coord")
+        .arg(coord_url)
+        .arg("--machine")
+        .arg(machine)
+        .arg("--tmux-socket")
+        .arg(tmux_socket);
+    if let Some(t) = token {
+        cmd.arg("--token").arg(t);
+    }
+    Proc::spawn("karl-agent", cmd, scratch.path(&unique("agent.log")))
+}
+
+/// Result of one karl-ctl run.
+#[derive(Debug)]
+pub struct CtlOut {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl CtlOut {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("karl-ctl output is not JSON ({e}): {self:?}"))
+    }
+}
+
+/// Runs karl-ctl with `args` against `coord` (none: leave --coord unset).
+pub fn ctl(scratch: &Scratch, coord: Option<&str>, token: Option<&str>, args: &[&str]) -> CtlOut {
+    let mut cmd = karl_command("karl-ctl", scratch.dir.path());
+    cmd.env("KARL_LOG", "warn");
+    if let Some(c) = coord {
+        cmd.arg("--coord").arg(c);
+    }
+    if let Some(t) = token {
+        cmd.arg("--token").arg(t);
+    }
+    cmd.args(args);
+    let out = cmd.output().unwrap_or_else(|e| panic!("run karl-ctl: {e}"));
+    CtlOut {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Waits until `karl-ctl agents --json` lists `machine`; returns its entry.
+pub fn wait_agent(
+    scratch: &Scratch,
+    coord: &Coord,
+    machine: &str,
+    timeout: Duration,
+) -> Option<serde_json::Value> {
+    wait_for(timeout, || {
+        let out = ctl(
+            scratch,
+            Some(&coord.addr),
+            coord.token.as_deref(),
+            &["agents", "--json"],
+        );
+        if out.code != 0 {
+            return None;
+        }
+        out.json()
+            .as_array()?
+            .iter()
+            .find(|a| a["machine"] == machine)
+            .cloned()
+    })
+}
+
+/// A whole single-machine fleet for session tests: a private tmux server running
+/// `karl-standin` in one pane, a coordinator (fast settle, generous rate limit, no
+/// model unless `model_url` is given) and an agent for machine `mac2`.
+pub struct Fleet {
+    pub scratch: Scratch,
+    pub tmux: TmuxServer,
+    pub coord: Coord,
+    pub agent: Proc,
+    pub pane: String,
+    pub standin_log: PathBuf,
+    pub config: PathBuf,
+}
+
+/// Coordinator config for tests: fast settle, no rate limiting in the way.
+pub const TEST_COORD_CONFIG: &str = r#"
+[engine]
+settle_ms = 300
+max_injections_per_minute = 600
+max_stalled_turns = 6
+safety_secs = 5
+"#;
+
+impl Fleet {
+    /// `standin_args`: extra flags for karl-standin (e.g. `--script FILE`);
+    /// `coord_args`: extra flags for karl-coord (e.g. `--model-url URL`).
+    pub fn start(standin_args: &[&str], coord_args: &[&str]) -> Fleet {
+        Self::start_with(None, standin_args, coord_args)
+    }
+
+    /// Like [`Fleet::start`], with a stand-in script (JSON) written to the scratch dir.
+    pub fn start_with(script: Option<&str>, standin_args: &[&str], coord_args: &[&str]) -> Fleet {
+        let scratch = Scratch::new();
+        let tmux = TmuxServer::new();
+        let standin_log = scratch.path("standin.log");
+        let mut cmd = vec![
+            bin("karl-standin").display().to_string(),
+            "--log".into(),
+            standin_log.display().to_string(),
+        ];
+        if let Some(json) = script {
+            let path = scratch.path("standin-script.json");
+            std::fs::write(&path, json).unwrap_or_else(|e| panic!("write script: {e}"));
+            cmd.push("--script".into());
+            cmd.push(path.display().to_string());
+        }
+        cmd.extend(standin_args.iter().map(|s| s.to_string()));
+        let cmdline = cmd
+            .iter()
+            .map(|a| shell_quote(a))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let pane = tmux.new_session("work", 120, 40, &cmdline);
+        let config = scratch.path("karl-coord.toml");
+        std::fs::write(&config, TEST_COORD_CONFIG).unwrap_or_else(|e| panic!("write config: {e}"));
+        let mut args: Vec<&str> = vec!["--config", config.to_str().unwrap_or_default()];
+        if !coord_args.iter().any(|a| *a == "--model-url") {
+            // No model: a closed port, so sessions run plan-only without waiting on timeouts.
+            args.extend(["--model-url", "http://127.0.0.1:9/v1"]);
+        }
+        args.extend_from_slice(coord_args);
+        let coord = Coord::start(&scratch, None, &args);
+        let agent = start_agent(&scratch, &coord.url(), "mac2", None, &tmux.socket);
+        wait_agent(&scratch, &coord, "mac2", Duration::from_secs(15))
+            .expect("agent did not connect");
+        // The stand-in's first screen.
+        wait_for(Duration::from_secs(10), || {
+            tmux.capture(&pane).contains('❯').then_some(())
+        })
+        .expect("stand-in did not draw its input box");
+        Fleet {
+            scratch,
+            tmux,
+            coord,
+            agent,
+            pane,
+            standin_log,
+            config,
+        }
+    }
+
+    /// Runs karl-ctl against this fleet's coordinator.
+    pub fn ctl(&self, args: &[&str]) -> CtlOut {
+        ctl(&self.scratch, Some(&self.coord.addr), None, args)
+    }
+
+    /// Starts a session; returns its id.
+    pub fn drive(&self, args: &[&str]) -> String {
+        let mut a = vec!["drive", "mac2", self.pane.as_str(), "--json"];
+        a.extend_from_slice(args);
+        let out = self.ctl(&a);
+        assert_eq!(out.code, 0, "drive failed: {out:?}");
+        out.json()["id"].as_str().unwrap_or_default().to_string()
+    }
+
+    /// `karl-ctl show ID --json`.
+    pub fn show(&self, id: &str) -> serde_json::Value {
+        let out = self.ctl(&["show", id, "--json"]);
+        assert_eq!(out.code, 0, "show failed: {out:?}");
+        out.json()
+    }
+
+    /// Waits until the session's status satisfies `pred`; returns the last `show`.
+    pub fn wait_status(
+        &self,
+        id: &str,
+        timeout: Duration,
+        pred: impl Fn(&str) -> bool,
+    ) -> serde_json::Value {
+        let mut last = serde_json::Value::Null;
+        let ok = wait_for(timeout, || {
+            last = self.show(id);
+            pred(last["session"]["status"].as_str().unwrap_or("")).then_some(())
+        });
+        assert!(
+            ok.is_some(),
+            "session {id} never reached the expected status; last: {last:#}\ncoord log:\n{}",
+            tail(&self.coord.proc.log_text(), 40)
+        );
+        last
+    }
+
+    /// Prompts the stand-in received, in order, byte for byte.
+    pub fn received(&self) -> Vec<String> {
+        standin_events(&self.standin_log, "prompt")
+            .into_iter()
+            .filter_map(|e| e["prompt"].as_str().map(String::from))
+            .collect()
+    }
+}
+
+/// The stand-in's log events of one kind.
+pub fn standin_events(log: &Path, event: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["event"] == event)
+        .collect()
+}
+
+/// KARL's own log lines (not the HTTP/2 frame chatter of debug logging).
+pub fn grep_karl(log: &str) -> String {
+    log.lines()
+        .filter(|l| l.contains("coord") || l.contains("agent.") || l.contains("karl"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The last `n` lines of a log.
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Single-quotes a word for the shell tmux runs a pane's command with.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}

@@ -1,0 +1,341 @@
+//! Driven sessions end to end, with real processes: karl-coord and karl-agent on
+//! loopback, the stand-in coding agent in a real tmux pane, real sled on disk.
+//! The classifier that decides when to type is the real one, reading the stand-in's
+//! Claude-style screens.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use karl_tests::harness::{standin_events, wait_for, Coord, Fleet};
+
+fn turns(show: &serde_json::Value) -> Vec<serde_json::Value> {
+    show["turns"].as_array().cloned().unwrap_or_default()
+}
+
+fn plan_file(fleet: &Fleet, steps: usize) -> String {
+    let path = fleet.scratch.path("plan.txt");
+    let mut text = String::from("# a plan: one step per line\n\n");
+    for i in 1..=steps {
+        text.push_str(&format!(
+            "Implement step {i} of the parser: handle token kind number {i}.\n"
+        ));
+    }
+    std::fs::write(&path, text).expect("write plan");
+    path.display().to_string()
+}
+
+const FAST: &str = r#"{"default": {"work_ms": 250, "reply": {"answer": "Done: {prompt}"}}}"#;
+
+#[test]
+fn plan_only_session_reaches_its_goal_and_types_each_prompt_once() {
+    let fleet = Fleet::start_with(Some(FAST), &[], &[]);
+    let plan = plan_file(&fleet, 30);
+    let id = fleet.drive(&[
+        "--goal",
+        "Write the parser",
+        "--plan",
+        &plan,
+        "--turns",
+        "40",
+    ]);
+    assert!(id.starts_with("mac2_"), "{id}");
+    let show = fleet.wait_status(&id, Duration::from_secs(240), |s| {
+        s == "done" || s == "escalated" || s == "failed"
+    });
+    assert_eq!(show["session"]["status"], "done", "{show:#}");
+    assert_eq!(show["session"]["plan_only"], true);
+    let t = turns(&show);
+    assert_eq!(t.len(), 30, "one turn per plan step");
+    for (i, turn) in t.iter().enumerate() {
+        assert_eq!(turn["n"], i as u64 + 1);
+        assert_eq!(turn["source"], "plan");
+        assert!(
+            turn["inject"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("submitted"),
+            "{turn}"
+        );
+    }
+    // Every typed prompt arrived exactly once, byte for byte, in order.
+    let received = fleet.received();
+    let typed: Vec<String> = t
+        .iter()
+        .map(|x| x["prompt"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(received, typed);
+    let unique: HashSet<&String> = received.iter().collect();
+    assert_eq!(unique.len(), received.len(), "a prompt was typed twice");
+}
+
+#[test]
+fn dry_run_types_nothing_and_records_a_hundred_turns_consistently() {
+    let fleet = Fleet::start_with(Some(FAST), &[], &[]);
+    let plan = plan_file(&fleet, 120);
+    let id = fleet.drive(&[
+        "--goal",
+        "Write the parser",
+        "--plan",
+        &plan,
+        "--turns",
+        "100",
+        "--dry-run",
+    ]);
+    let show = fleet.wait_status(&id, Duration::from_secs(240), |s| {
+        s != "running" && s != "waiting"
+    });
+    assert_eq!(show["session"]["status"], "done", "{show:#}");
+    let t = turns(&show);
+    assert_eq!(t.len(), 100);
+    for (i, turn) in t.iter().enumerate() {
+        assert_eq!(turn["n"], i as u64 + 1, "turn numbers are contiguous");
+        assert_eq!(turn["inject"], "dry-run");
+    }
+    assert!(fleet.received().is_empty(), "dry run typed into the pane");
+    assert_eq!(show["session"]["turns"], 100);
+}
+
+#[test]
+fn coordinator_sigkill_mid_session_resumes_without_double_typing() {
+    let fleet = Fleet::start_with(Some(FAST), &[], &[]);
+    let plan = plan_file(&fleet, 10);
+    let id = fleet.drive(&["--goal", "Write the parser", "--plan", &plan]);
+    // Let a few turns land, then kill -9.
+    wait_for(Duration::from_secs(60), || {
+        (fleet.received().len() >= 3).then_some(())
+    })
+    .expect("three prompts typed");
+    let Fleet { scratch, coord, .. } = &fleet;
+    let port: u16 = coord
+        .addr
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port");
+    let data_dir = coord.data_dir.clone();
+    // The coordinator stays owned by `fleet`; it is killed by pid here.
+    let pid = coord.proc.pid();
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status();
+    std::thread::sleep(Duration::from_millis(300));
+    let config = fleet.config.display().to_string();
+    let restarted = Coord::start_at(
+        scratch,
+        port,
+        &data_dir,
+        None,
+        &["--config", &config, "--model-url", "http://127.0.0.1:9/v1"],
+    );
+    let show = wait_for(Duration::from_secs(120), || {
+        let out = karl_tests::harness::ctl(
+            scratch,
+            Some(&restarted.addr),
+            None,
+            &["show", &id, "--json"],
+        );
+        (out.code == 0)
+            .then(|| out.json())
+            .filter(|v| v["session"]["status"] == "done")
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "session did not finish after restart; log:\n{}",
+            restarted.proc.log_text()
+        )
+    });
+    let t = turns(&show);
+    assert_eq!(t.len(), 10, "{show:#}");
+    let received = fleet.received();
+    let unique: HashSet<&String> = received.iter().collect();
+    assert_eq!(
+        unique.len(),
+        received.len(),
+        "a prompt was typed twice: {received:#?}"
+    );
+    // Every recorded turn is in the pane (an `unconfirmed` one may or may not be).
+    for turn in &t {
+        let p = turn["prompt"].as_str().unwrap_or("");
+        if turn["inject"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("submitted")
+        {
+            assert!(
+                received.iter().any(|r| r == p),
+                "recorded turn {} not typed",
+                turn["n"]
+            );
+        }
+    }
+}
+
+#[test]
+fn agent_killed_and_restarted_session_continues() {
+    let mut fleet = Fleet::start_with(Some(FAST), &[], &[]);
+    let plan = plan_file(&fleet, 6);
+    let id = fleet.drive(&["--goal", "Write the parser", "--plan", &plan]);
+    wait_for(Duration::from_secs(60), || {
+        (fleet.received().len() >= 2).then_some(())
+    })
+    .expect("two prompts");
+    fleet.agent.kill();
+    fleet.wait_status(&id, Duration::from_secs(20), |s| s == "waiting");
+    fleet.agent = karl_tests::harness::start_agent(
+        &fleet.scratch,
+        &fleet.coord.url(),
+        "mac2",
+        None,
+        &fleet.tmux.socket,
+    );
+    let show = fleet.wait_status(&id, Duration::from_secs(120), |s| s == "done");
+    assert_eq!(turns(&show).len(), 6);
+    let received = fleet.received();
+    let unique: HashSet<&String> = received.iter().collect();
+    assert_eq!(unique.len(), received.len(), "a prompt was typed twice");
+}
+
+#[test]
+fn a_dialog_is_never_typed_into() {
+    let fleet = Fleet::start(&["--dialog"], &[]);
+    let id = fleet.drive(&["--goal", "Write the parser"]);
+    let show = fleet.wait_status(&id, Duration::from_secs(30), |s| s == "escalated");
+    assert!(
+        show["session"]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("dialog"),
+        "{show:#}"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(fleet.received().is_empty());
+    assert!(
+        standin_events(&fleet.standin_log, "stray").is_empty(),
+        "something was typed into the dialog"
+    );
+    assert!(turns(&fleet.show(&id)).is_empty());
+}
+
+fn permission_fleet(command: &str) -> Fleet {
+    let script = serde_json::json!({
+        "turns": [{"work_ms": 200, "reply": {"permission": {"tool": "bash", "command": command,
+                   "description": "Run it", "answer": "Ran it."}}}],
+        "default": {"work_ms": 200, "reply": {"answer": "Done: {prompt}"}}
+    });
+    Fleet::start_with(Some(&script.to_string()), &[], &[])
+}
+
+#[test]
+fn permission_under_escalate_waits_for_the_operator() {
+    let fleet = permission_fleet("cargo test --workspace");
+    let plan = plan_file(&fleet, 3);
+    let id = fleet.drive(&["--goal", "Test it", "--plan", &plan]);
+    let show = fleet.wait_status(&id, Duration::from_secs(30), |s| s == "escalated");
+    assert!(
+        show["session"]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("permission"),
+        "{show:#}"
+    );
+    assert!(
+        standin_events(&fleet.standin_log, "permission").is_empty(),
+        "answered without the operator"
+    );
+    let out = fleet.ctl(&["approve", &id]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let ev = wait_for(Duration::from_secs(10), || {
+        standin_events(&fleet.standin_log, "permission").pop()
+    })
+    .expect("approval reached the pane");
+    assert_eq!(ev["permission"], "approved");
+    fleet.wait_status(&id, Duration::from_secs(60), |s| s == "done");
+}
+
+#[test]
+fn permission_under_approve_safe_and_deny() {
+    let fleet = permission_fleet("cargo test --workspace");
+    let plan = plan_file(&fleet, 2);
+    let id = fleet.drive(&[
+        "--goal",
+        "Test it",
+        "--plan",
+        &plan,
+        "--permissions",
+        "approve-safe",
+    ]);
+    let ev = wait_for(Duration::from_secs(30), || {
+        standin_events(&fleet.standin_log, "permission").pop()
+    })
+    .expect("a permission answer");
+    assert_eq!(ev["permission"], "approved", "a safe command is approved");
+    fleet.wait_status(&id, Duration::from_secs(60), |s| s == "done");
+
+    let fleet = permission_fleet("rm -rf ~/projects");
+    let plan = plan_file(&fleet, 2);
+    let id = fleet.drive(&[
+        "--goal",
+        "Test it",
+        "--plan",
+        &plan,
+        "--permissions",
+        "approve-safe",
+    ]);
+    let show = fleet.wait_status(&id, Duration::from_secs(30), |s| s == "escalated");
+    assert!(
+        show["session"]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("destructive"),
+        "{show:#}"
+    );
+    assert!(standin_events(&fleet.standin_log, "permission").is_empty());
+
+    let fleet = permission_fleet("cargo test --workspace");
+    let plan = plan_file(&fleet, 2);
+    let id = fleet.drive(&[
+        "--goal",
+        "Test it",
+        "--plan",
+        &plan,
+        "--permissions",
+        "deny",
+    ]);
+    let ev = wait_for(Duration::from_secs(30), || {
+        standin_events(&fleet.standin_log, "permission").pop()
+    })
+    .expect("a permission answer");
+    assert_eq!(ev["permission"], "denied");
+    drop(id);
+}
+
+#[test]
+fn one_session_per_pane_and_clear_drive_errors() {
+    let fleet = Fleet::start_with(Some(FAST), &[], &[]);
+    let plan = plan_file(&fleet, 50);
+    let id = fleet.drive(&["--goal", "Write the parser", "--plan", &plan]);
+    let second = fleet.ctl(&["drive", "mac2", &fleet.pane, "--goal", "Something else"]);
+    assert_ne!(second.code, 0);
+    assert!(
+        second.stderr.contains("already driven by session") && second.stderr.contains(&id),
+        "{second:?}"
+    );
+    let none = fleet.ctl(&["drive", "mac2", &fleet.pane]);
+    assert_ne!(none.code, 0);
+    assert!(none.stderr.contains("--goal"), "{none:?}");
+    let stop = fleet.ctl(&["stop", &id]);
+    assert_eq!(stop.code, 0, "{stop:?}");
+    fleet.wait_status(&id, Duration::from_secs(10), |s| s == "stopped");
+    // The lock is released: a new session may take the pane.
+    let again = fleet.ctl(&[
+        "drive",
+        "mac2",
+        &fleet.pane,
+        "--goal",
+        "Again",
+        "--dry-run",
+        "--turns",
+        "1",
+    ]);
+    assert_eq!(again.code, 0, "{again:?}");
+}
