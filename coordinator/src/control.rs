@@ -245,6 +245,15 @@ impl pb::control_server::Control for ControlService {
         ))
     }
 
+    async fn audit(
+        &self,
+        req: Request<pb::AuditRequest>,
+    ) -> Result<Response<pb::AuditReply>, Status> {
+        let req = req.into_inner();
+        let entries = self.engine.audit_log(&req.session, req.limit)?;
+        Ok(Response::new(pb::AuditReply { entries }))
+    }
+
     async fn session_context(
         &self,
         req: Request<pb::SessionRef>,

@@ -653,6 +653,26 @@ impl Engine {
         }
     }
 
+    /// The newest `limit` audit entries (0 = 200), oldest first; `session` filters.
+    pub fn audit_log(&self, session: &str, limit: u32) -> Result<Vec<pb::AuditRecord>> {
+        let all = self.store.audit((!session.is_empty()).then_some(session))?;
+        let limit = if limit == 0 { 200 } else { limit as usize };
+        let skip = all.len().saturating_sub(limit);
+        Ok(all
+            .into_iter()
+            .skip(skip)
+            .map(|a| pb::AuditRecord {
+                unix_ms: a.unix_ms,
+                session: a.session,
+                machine: a.machine,
+                pane: a.pane,
+                kind: a.kind,
+                text: a.text,
+                detail: a.detail,
+            })
+            .collect())
+    }
+
     /// The exact messages the model would get for this session now.
     pub fn context(&self, id: &str) -> Result<pb::ContextReply> {
         let rec = self.record(id)?;

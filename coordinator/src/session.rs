@@ -579,7 +579,10 @@ mod tests {
             s.note_injection(1_000_000 - 1000 * u64::from(i));
         }
         let d = decide(&s, &facts(&det(PaneState::Idle), "x"), &l);
-        assert!(matches!(&d, Decision::Escalate(r) if r.contains("per minute")), "{d:?}");
+        assert!(
+            matches!(&d, Decision::Escalate(r) if r.contains("per minute")),
+            "{d:?}"
+        );
     }
 
     #[test]

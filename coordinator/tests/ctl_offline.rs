@@ -63,3 +63,72 @@ fn validate_reads_history_file() {
     assert_eq!(code, 2, "an unreadable history file is bad usage");
     assert!(err.contains("--history"), "{err}");
 }
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/../tests/fixtures/panes/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn classify_reads_a_capture_with_its_metadata() {
+    let (code, out, err) = ctl(&[
+        "classify",
+        &fixture("cc-bash-perm-80x40__perm.txt"),
+        "--ansi",
+        &fixture("cc-bash-perm-80x40__perm.ansi"),
+        "--meta",
+        &fixture("cc-bash-perm-80x40__perm.json"),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["state"], "permission");
+    assert_eq!(v["agent"], "claude");
+    assert_eq!(v["error"], false);
+    assert!(v["confidence"].as_f64().is_some_and(|c| c > 0.5));
+    assert!(v["evidence"].as_array().is_some_and(|e| !e.is_empty()));
+    assert!(
+        v["permission"]["options"]
+            .as_array()
+            .is_some_and(|o| o.len() >= 2),
+        "{v:#}"
+    );
+
+    let (code, out, _) = ctl(&[
+        "classify",
+        &fixture("cc-basic-120x40__after-answer.txt"),
+        "--explain",
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("idle (claude"), "{out}");
+    assert!(out.contains("rules evaluated:"), "{out}");
+
+    let (code, _, err) = ctl(&["classify", "/nonexistent/capture.txt"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("cannot read capture"), "{err}");
+}
+
+#[test]
+fn context_for_a_capture_stays_in_budget() {
+    let (code, out, err) = ctl(&[
+        "context",
+        "--capture",
+        &fixture("cc-apierr-529-final-80x60__failed.txt"),
+        "--project",
+        "health-api",
+        "--goal",
+        "Add a /health endpoint",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let msgs = v["messages"].as_array().cloned().unwrap_or_default();
+    assert_eq!(msgs.len(), 2, "system + one user message");
+    assert!(msgs[1]["content"]
+        .as_str()
+        .unwrap_or("")
+        .contains("health-api"));
+    assert!(v["estimated_tokens"].as_u64() <= v["budget"].as_u64());
+}

@@ -157,6 +157,15 @@ pub enum Command {
         #[arg(long)]
         goal: Option<String>,
     },
+    /// The audit log: every injection, refusal, forced send and permission decision.
+    Audit {
+        /// Only this session's entries.
+        #[arg(long)]
+        session: Option<String>,
+        /// Newest N entries.
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
     /// Classify a pane capture, offline: state, agent, error, evidence.
     Classify {
         /// capture-pane -p text.
@@ -433,6 +442,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stop { id } => set_state(&mut c, id, "stop", json).await?,
         Command::Approve { id } => decide(&mut c, id, true, json).await?,
         Command::Deny { id } => decide(&mut c, id, false, json).await?,
+        Command::Audit { session, limit } => {
+            let r = c
+                .audit(pb::AuditRequest {
+                    session: session.unwrap_or_default(),
+                    limit,
+                })
+                .await
+                .map_err(explain)?
+                .into_inner();
+            output::audit(&r.entries, json);
+        }
         Command::Context { id, .. } => {
             let Some(id) = id else {
                 anyhow::bail!("give a session id, or --capture FILE for an offline context");

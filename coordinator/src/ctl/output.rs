@@ -336,3 +336,34 @@ pub fn context(r: &pb::ContextReply, json: bool) {
     }
     println!("≈ {} of {} tokens", r.estimated_tokens, r.budget);
 }
+
+pub fn audit(entries: &[pb::AuditRecord], json: bool) {
+    if json {
+        let v: Vec<_> = entries
+            .iter()
+            .map(|a| {
+                json!({
+                    "unix_ms": a.unix_ms, "session": a.session, "machine": a.machine,
+                    "pane": a.pane, "kind": a.kind, "text": a.text, "detail": a.detail,
+                })
+            })
+            .collect();
+        return print_json(&json!(v));
+    }
+    for a in entries {
+        println!(
+            "{:<12} {:<10} {}/{} {} {:?} {}",
+            ago(a.unix_ms),
+            a.kind,
+            a.machine,
+            a.pane,
+            if a.session.is_empty() {
+                "-"
+            } else {
+                &a.session
+            },
+            a.text.chars().take(60).collect::<String>(),
+            a.detail
+        );
+    }
+}
