@@ -250,7 +250,7 @@ async fn session<P: PaneOps>(
                     return Ended::Lost("outbound stream closed".into());
                 }
                 // Refresh the pane list now and then so `karl-ctl agents` stays current.
-                if beats % 6 == 0 {
+                if beats.is_multiple_of(6) {
                     if let Ok(list) = panes.list_panes().await {
                         let _ = out_tx.send(pb::AgentEvent { kind: Some(pb::agent_event::Kind::PaneList(pb::PaneList { request_id: 0, panes: list })) }).await;
                     }

@@ -44,6 +44,19 @@ pub fn unix_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// Sets up logging for a KARL binary: the `KARL_LOG` filter (e.g.
+/// `info,coord.engine=debug`), else `default_filter`, written to stderr.
+pub fn init_logging(default_filter: &str) {
+    use tracing_subscriber::EnvFilter;
+    let filter =
+        EnvFilter::try_from_env("KARL_LOG").unwrap_or_else(|_| EnvFilter::new(default_filter));
+    // A second init (tests that call a binary's entry twice) is harmless: keep the first.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 /// `~/.config/karl/NAME`: where each program looks for its config file when none is
 /// given (the same place on macOS and Linux, as CLI users expect).
 pub fn default_config_path(name: &str) -> Option<std::path::PathBuf> {

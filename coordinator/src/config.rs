@@ -171,7 +171,7 @@ pub fn check_listen(listen: &str, token: Option<&str>) -> Result<SocketAddr, Con
         .parse()
         .map_err(|_| ConfigError::Listen(listen.to_string()))?;
     match token {
-        Some(t) if t.is_empty() => Err(ConfigError::EmptyToken),
+        Some("") => Err(ConfigError::EmptyToken),
         None if !addr.ip().is_loopback() => Err(ConfigError::NoTokenOffLoopback(addr)),
         _ => Ok(addr),
     }
@@ -179,6 +179,7 @@ pub fn check_listen(listen: &str, token: Option<&str>) -> Result<SocketAddr, Con
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

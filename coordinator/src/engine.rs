@@ -526,7 +526,7 @@ impl Engine {
             .filter(|r| all || r.status.is_live())
             .map(|r| r.summary())
             .collect();
-        v.sort_by(|a, b| a.started_unix_ms.cmp(&b.started_unix_ms));
+        v.sort_by_key(|s| s.started_unix_ms);
         Ok(v)
     }
 

@@ -8,9 +8,11 @@
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+
+use karl_agent::test_server::TestServer;
 
 /// Path of a workspace binary, e.g. `bin("karl-agent")`.
 pub fn bin(name: &str) -> PathBuf {
@@ -61,58 +63,33 @@ fn unique(prefix: &str) -> String {
     )
 }
 
-/// A tmux server of its own (`tmux -L NAME -f /dev/null`), killed on drop.
+/// A tmux server of its own (`tmux -L NAME -f /dev/null`), killed on drop: the agent's
+/// [`TestServer`] with panicking helpers, as tests want them.
 pub struct TmuxServer {
+    inner: TestServer,
     pub socket: String,
 }
 
 impl TmuxServer {
     pub fn new() -> Self {
-        let socket = unique("karl-test");
-        TmuxServer { socket }
+        let inner = TestServer::new();
+        let socket = inner.socket().to_string();
+        TmuxServer { inner, socket }
     }
 
     /// Runs `tmux -L socket ARGS`, returning stdout (panics with stderr on failure).
     pub fn run(&self, args: &[&str]) -> String {
-        let out = self.try_run(args);
-        assert!(
-            out.status.success(),
-            "tmux {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    pub fn try_run(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .arg("-f")
-            .arg("/dev/null")
-            .args(args)
-            .env_remove("TMUX")
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run tmux (is it installed?): {e}"))
+        self.inner
+            .run(args)
+            .unwrap_or_else(|e| panic!("{e} (is tmux installed?)"))
     }
 
     /// Starts a detached session running `cmd` (a shell command line) and returns its
     /// first pane's id (`%N`).
     pub fn new_session(&self, name: &str, width: u16, height: u16, cmd: &str) -> String {
-        let out = self.run(&[
-            "new-session",
-            "-d",
-            "-P",
-            "-F",
-            "#{pane_id}",
-            "-s",
-            name,
-            "-x",
-            &width.to_string(),
-            "-y",
-            &height.to_string(),
-            cmd,
-        ]);
-        out.trim().to_string()
+        self.inner
+            .new_session(name, width, height, Some(cmd))
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     pub fn capture(&self, pane: &str) -> String {
@@ -120,19 +97,13 @@ impl TmuxServer {
     }
 
     pub fn kill(&self) {
-        let _ = self.try_run(&["kill-server"]);
+        self.inner.kill();
     }
 }
 
 impl Default for TmuxServer {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-impl Drop for TmuxServer {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 
@@ -231,7 +202,10 @@ pub fn karl_command(binary: &str, home: &Path) -> Command {
         }
     }
     cmd.env("HOME", home)
-        .env("KARL_LOG", "info,coord.engine=debug,coord.engine.screen=trace,agent.inject=debug,agent.link=debug")
+        .env(
+            "KARL_LOG",
+            "info,coord.engine=debug,coord.engine.screen=trace,agent.inject=debug,agent.link=debug",
+        )
         .env_remove("TMUX");
     cmd
 }
@@ -423,7 +397,7 @@ impl Fleet {
         let config = scratch.path("karl-coord.toml");
         std::fs::write(&config, TEST_COORD_CONFIG).unwrap_or_else(|e| panic!("write config: {e}"));
         let mut args: Vec<&str> = vec!["--config", config.to_str().unwrap_or_default()];
-        if !coord_args.iter().any(|a| *a == "--model-url") {
+        if !coord_args.contains(&"--model-url") {
             // No model: a closed port, so sessions run plan-only without waiting on timeouts.
             args.extend(["--model-url", "http://127.0.0.1:9/v1"]);
         }

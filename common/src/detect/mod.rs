@@ -406,14 +406,21 @@ pub fn classify_capture(
     ansi: Option<&str>,
     meta: &CaptureMeta,
 ) -> Detection {
-    detector.detect(&DetectionInput {
-        text,
-        ansi,
-        current_command: meta.pane_current_command.as_deref().unwrap_or(""),
-        title: meta.pane_title.as_deref().unwrap_or(""),
-        cursor_x: meta.cursor_x,
-        cursor_y: meta.cursor_y,
-        width: meta.width,
-        height: meta.height,
-    })
+    detector.detect(&meta.input(text, ansi))
+}
+
+impl CaptureMeta {
+    /// The classifier input for a capture with this metadata.
+    pub fn input<'a>(&'a self, text: &'a str, ansi: Option<&'a str>) -> DetectionInput<'a> {
+        DetectionInput {
+            text,
+            ansi,
+            current_command: self.pane_current_command.as_deref().unwrap_or(""),
+            title: self.pane_title.as_deref().unwrap_or(""),
+            cursor_x: self.cursor_x,
+            cursor_y: self.cursor_y,
+            width: self.width,
+            height: self.height,
+        }
+    }
 }

@@ -7,13 +7,7 @@ use karl_coord::ctl::{run, Cli};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("KARL_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    karl_common::init_logging("warn");
     let cli = Cli::parse();
     match run(cli).await {
         Ok(code) => code,

@@ -43,18 +43,7 @@ pub fn classify(
         None => Detector::embedded(),
     };
     let d = classify_capture(&detector, &text, ansi.as_deref(), &meta);
-    let traces = explain.then(|| {
-        detector.explain(&DetectionInput {
-            text: &text,
-            ansi: ansi.as_deref(),
-            current_command: meta.pane_current_command.as_deref().unwrap_or(""),
-            title: meta.pane_title.as_deref().unwrap_or(""),
-            cursor_x: meta.cursor_x,
-            cursor_y: meta.cursor_y,
-            width: meta.width,
-            height: meta.height,
-        })
-    });
+    let traces = explain.then(|| detector.explain(&meta.input(&text, ansi.as_deref())));
     if json {
         let mut v = serde_json::to_value(&d)?;
         if let (Some(t), Some(o)) = (&traces, v.as_object_mut()) {

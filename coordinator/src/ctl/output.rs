@@ -40,10 +40,7 @@ pub fn agents(agents: &[pb::AgentStatus], json: bool) {
         println!("no agents connected");
         return;
     }
-    println!(
-        "{:<12} {:<9} {:<14} {:<14} {:>5}  {}",
-        "MACHINE", "VERSION", "CONNECTED", "HEARTBEAT", "PANES", "HOST"
-    );
+    println!("MACHINE      VERSION   CONNECTED      HEARTBEAT      PANES  HOST");
     for a in agents {
         println!(
             "{:<12} {:<9} {:<14} {:<14} {:>5}  {}",
@@ -76,8 +73,8 @@ pub fn panes(panes: &[pb::PaneInfo], json: bool) {
         return;
     }
     println!(
-        "{:<24} {:<6} {:<12} {:<9} {:<24} {}",
-        "TARGET", "ID", "COMMAND", "SIZE", "TITLE", "CWD"
+        "{:<24} {:<6} {:<12} {:<9} {:<24} CWD",
+        "TARGET", "ID", "COMMAND", "SIZE", "TITLE"
     );
     for p in panes {
         println!(
@@ -224,8 +221,8 @@ pub fn sessions(list: &[pb::SessionSummary], json: bool) {
         return;
     }
     println!(
-        "{:<30} {:<10} {:>7} {:<10} {:<16} {}",
-        "ID", "STATUS", "TURNS", "PANE", "PROJECT", "REASON"
+        "{:<30} {:<10} {:>7} {:<10} {:<16} REASON",
+        "ID", "STATUS", "TURNS", "PANE", "PROJECT"
     );
     for s in list {
         println!(
