@@ -339,3 +339,45 @@ fn one_session_per_pane_and_clear_drive_errors() {
     ]);
     assert_eq!(again.code, 0, "{again:?}");
 }
+
+#[test]
+fn an_exited_agent_escalates_and_a_usage_limit_waits() {
+    // The stand-in exits on the first prompt (its pane runs a shell afterwards).
+    let fleet = Fleet::start_opts(
+        Some(r#"{"turns": [{"work_ms": 200, "reply": "exit"}]}"#),
+        &[],
+        &[],
+        true,
+    );
+    let plan = plan_file(&fleet, 3);
+    let id = fleet.drive(&["--goal", "Write the parser", "--plan", &plan]);
+    let show = fleet.wait_status(&id, Duration::from_secs(30), |s| {
+        s == "escalated" || s == "failed"
+    });
+    let reason = show["session"]["reason"].as_str().unwrap_or("").to_string();
+    assert!(
+        reason.contains("exited") || reason.contains("closed"),
+        "the session says the agent is gone: {show:#}"
+    );
+    assert_eq!(fleet.received().len(), 1, "nothing typed after the exit");
+
+    let fleet = Fleet::start_with(
+        Some(
+            r#"{"turns": [{"work_ms": 200, "reply": {"limit": {"which": "session", "resets": "9:32am (UTC)", "menu": false}}}]}"#,
+        ),
+        &[],
+        &[],
+    );
+    let plan = plan_file(&fleet, 3);
+    let id = fleet.drive(&["--goal", "Write the parser", "--plan", &plan]);
+    let show = fleet.wait_status(&id, Duration::from_secs(30), |s| s == "waiting");
+    assert!(
+        show["session"]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("9:32am"),
+        "the reset time is shown: {show:#}"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(fleet.received().len(), 1, "nothing typed while limited");
+}
