@@ -44,8 +44,8 @@ const CLOSE: &str = "the end of the session. Verify the work: run the full test 
 
 const RULES: &str = "Rules:\n- Reply with the instruction only: imperative mood, one or two sentences, specific to this project and its active task.\n- Never ask for a status report, a progress summary or what to do next; direct the work.\n- Never repeat or reword an instruction listed under \"Already sent\".\n- Stay inside this session's project and path; never mention other projects.\n- Never ask to delete data or history, force-push, hard-reset, or take anything down.";
 
-/// When each phase starts, as a share of the session's turn budget. (The gate's
-/// `Phase::for_turn` has fixed boundaries; sessions use this configurable schedule.)
+/// When each phase starts, as a share of the session's turn budget: the one place a
+/// session's phase is decided (the gate's escape prompts take the result).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PhaseSchedule {

@@ -1,0 +1,118 @@
+//! Gate verdict cost: a typical prompt judged against a 15-prompt history, one call timed at
+//! a time. Prints the median and p99 in µs (target: median under 20 µs) for a warm gate —
+//! the history's lexical profiles memoized, as in a running session where each turn adds one
+//! prompt — and the same for a few other kinds of prompt (a destructive command, a near
+//! repeat, a long prompt) so that a slow rule shows up; then the cold figure (a fresh gate
+//! that profiles all 15 earlier prompts) and one megabyte of prose.
+//!
+//! `cargo bench -p karl-common --bench gate`
+
+use std::time::Instant;
+
+use karl_common::gate::{Gate, GateContext};
+
+const WARMUP: usize = 500;
+const ROUNDS: usize = 5_000;
+
+const HISTORY: [&str; 15] = [
+    "Write XCTest cases for LogStore.append covering empty and multi-line strings.",
+    "The tests crash with concurrent appends; try using DispatchQueue.sync around the file write.",
+    "Add log rotation to LogStore: roll over to a new file at 5 MB.",
+    "Keep at most 3 rotated files and delete the oldest when a new one is created.",
+    "Expose a flush() method on LogStore and call it from applicationWillTerminate.",
+    "Add a LogLevel enum with debug, info, warning and error cases.",
+    "Filter out debug-level lines in release builds using #if DEBUG.",
+    "Write a test that rotation happens exactly at the 5 MB boundary.",
+    "Make the timestamp format ISO 8601 with milliseconds.",
+    "Add a README section for the logging module with a usage example.",
+    "Run swift test and fix the failing rotation test.",
+    "Make LogStore conform to Sendable.",
+    "Replace the print statements in NetworkClient.swift with LogStore calls.",
+    "Add a redaction step that masks email addresses in log lines.",
+    "Benchmark append() with 10,000 lines using XCTest's measure block.",
+];
+
+fn time(gate: &Gate, prompt: &str, ctx: &GateContext<'_>) -> (f64, f64, bool) {
+    for _ in 0..WARMUP {
+        std::hint::black_box(gate.check(std::hint::black_box(prompt), ctx));
+    }
+    let mut samples = Vec::with_capacity(ROUNDS);
+    let mut pass = false;
+    for _ in 0..ROUNDS {
+        let t = Instant::now();
+        let v = gate.check(std::hint::black_box(prompt), ctx);
+        samples.push(t.elapsed().as_nanos() as f64 / 1000.0);
+        pass = v.pass;
+    }
+    samples.sort_by(|a, b| a.total_cmp(b));
+    let median = samples[samples.len() / 2];
+    let p99 = samples[samples.len() * 99 / 100];
+    (median, p99, pass)
+}
+
+fn main() {
+    let gate = Gate::new();
+    let history: Vec<String> = HISTORY.iter().map(|s| s.to_string()).collect();
+    let ctx = GateContext {
+        project: "logkit",
+        path: "/Users/ana/code/logkit",
+        history: &history,
+        ..GateContext::default()
+    };
+    let long = "Refactor the rotation code in LogStore.swift so that the size check, the file \
+                rename and the cleanup of old files each live in their own method, keep the \
+                public API unchanged, and add a test for each of the three methods. "
+        .repeat(4);
+    let cases: [(&str, &str); 5] = [
+        (
+            "typical",
+            "Use DispatchQueue.main.async for the NetworkClient completion handlers so they run on the main thread.",
+        ),
+        ("near repeat", "Swap the print calls in NetworkClient.swift for LogStore calls."),
+        ("command", "cd build && sudo rm -rf ../* && git push --force origin main"),
+        ("status", "Give me a quick status update on the logging work."),
+        ("long (800 chars)", long.as_str()),
+    ];
+    println!("gate verdict, 15-prompt history, {ROUNDS} calls each");
+    println!(
+        "{:<18} {:>10} {:>10}  verdict",
+        "prompt", "median µs", "p99 µs"
+    );
+    for (name, prompt) in cases {
+        let (median, p99, pass) = time(&gate, prompt, &ctx);
+        println!(
+            "{name:<18} {median:>10.2} {p99:>10.2}  {}",
+            if pass { "pass" } else { "blocked" }
+        );
+    }
+    // Cold: a fresh gate per call, so no profile of the history is memoized (the first
+    // check of a session; later turns add one new prompt to a memoized history).
+    let mut samples = Vec::with_capacity(ROUNDS / 5);
+    for _ in 0..ROUNDS / 5 {
+        let fresh = Gate::new();
+        let t = Instant::now();
+        std::hint::black_box(fresh.check(std::hint::black_box(cases[0].1), &ctx));
+        samples.push(t.elapsed().as_nanos() as f64 / 1000.0);
+    }
+    samples.sort_by(|a, b| a.total_cmp(b));
+    let cold = samples[samples.len() / 2];
+    let (median, _, _) = time(&gate, cases[0].1, &ctx);
+    println!(
+        "{:<18} {cold:>10.2} {:>10.2}  (fresh gate: history not memoized)",
+        "typical, cold",
+        samples[samples.len() * 99 / 100]
+    );
+    // A megabyte of prose: not a prompt anyone types, but the gate must stay linear.
+    let mb = "Refactor the parser module so each grammar rule lives in its own function. "
+        .repeat(14_000);
+    let mut runs: Vec<f64> = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(gate.check(&mb, &ctx));
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    runs.sort_by(|a, b| a.total_cmp(b));
+    println!("1 MB of prose: {:.1} ms median of 5", runs[2]);
+    println!("typical median: {median:.2} µs warm, {cold:.2} µs cold (target < 20 µs)");
+}

@@ -1,0 +1,442 @@
+//! The destructive rule: collects findings from commands (`commands`) and plain words
+//! (`intent`), then drops the ones the sentence itself negates or guards — "never force
+//! push", "a hook that rejects force pushes", "write a test that `rm -rf /` is refused",
+//! "remove the `rm -rf` call from cleanup.sh". The cues bind tightly (no comma or clause
+//! break between cue and finding, only filler words in between), so a justification in a
+//! neighbouring clause ("don't worry, it's backed up: drop the table") changes nothing.
+
+use super::commands::{self, Hit};
+use super::intent;
+use super::words::{Break, Words};
+
+/// The first destructive finding the text's own wording does not neutralize, as a
+/// one-line description with the offending text.
+pub(crate) fn check(text: &str, w: &Words) -> Option<String> {
+    let mut hits = Vec::new();
+    commands::scan(text, &mut hits);
+    intent::scan(w, &mut hits);
+    let hit = hits.into_iter().find(|h| !guarded(w, h))?;
+    let snippet = text.get(hit.start..hit.end).unwrap_or("").trim();
+    let snippet: String = snippet.chars().take(80).collect();
+    Some(if snippet.is_empty() {
+        hit.detail
+    } else {
+        format!("{} (\"{}\")", hit.detail, snippet.replace('\n', " "))
+    })
+}
+
+fn is_negation(t: &str) -> bool {
+    matches!(
+        t,
+        "not"
+            | "never"
+            | "don't"
+            | "dont"
+            | "doesn't"
+            | "won't"
+            | "shouldn't"
+            | "mustn't"
+            | "can't"
+            | "cannot"
+            | "without"
+            | "avoid"
+            | "avoiding"
+            | "avoids"
+            | "stop"
+            | "stops"
+            | "no"
+            | "instead"
+            | "rather"
+            | "nobody"
+            | "nothing"
+    ) || is_strong_guard(t)
+}
+
+/// Words that set up a safeguard by themselves: "rejects", "prevent", "block".
+fn is_strong_guard(t: &str) -> bool {
+    [
+        "reject",
+        "refus",
+        "prevent",
+        "forbid",
+        "disallow",
+        "prohibit",
+        "safeguard",
+    ]
+    .iter()
+    .any(|p| t.starts_with(p))
+        || matches!(
+            t,
+            "deny"
+                | "denies"
+                | "denied"
+                | "block"
+                | "blocks"
+                | "blocked"
+                | "blocking"
+                | "ban"
+                | "bans"
+                | "banned"
+                | "guard"
+                | "guards"
+                | "guarding"
+                | "protect"
+                | "protects"
+                | "dry-run"
+                | "--dry-run"
+        )
+}
+
+/// Words that frame what follows as a check, a test or documentation when one of the
+/// given connectives comes right after them: "warn before", "a test that", "explain why".
+fn framing(t: &str) -> Option<&'static [&'static str]> {
+    const GUARD: &[&str] = &[
+        "before", "when", "whenever", "if", "on", "against", "upon", "for", "that",
+    ];
+    const DOC: &[&str] = &[
+        "that",
+        "for",
+        "which",
+        "where",
+        "asserting",
+        "checking",
+        "covering",
+        "verifying",
+        "ensuring",
+        "proving",
+        "showing",
+        "confirming",
+        "explaining",
+        "describing",
+        "about",
+        "on",
+        "of",
+        "why",
+        "how",
+        "what",
+        "when",
+    ];
+    let guard = ["warn", "detect", "alert", "confirm", "abort", "verif"]
+        .iter()
+        .any(|p| t.starts_with(p))
+        || matches!(
+            t,
+            "ask" | "asks" | "check" | "checks" | "fail" | "fails" | "lint" | "catch"
+        );
+    if guard {
+        return Some(GUARD);
+    }
+    let doc = matches!(
+        t,
+        "test"
+            | "tests"
+            | "spec"
+            | "specs"
+            | "testcase"
+            | "unittest"
+            | "doc"
+            | "docs"
+            | "documentation"
+            | "comment"
+            | "docstring"
+            | "section"
+            | "note"
+            | "faq"
+            | "explanation"
+            | "guide"
+            | "runbook"
+            | "paragraph"
+            | "warning"
+            | "hook"
+            | "assertion"
+            | "rule"
+            | "example"
+            | "document"
+            | "explain"
+            | "describe"
+            | "mention"
+            | "assert"
+    );
+    doc.then_some(DOC)
+}
+
+/// Words that may stand between a negation and what it negates: "never *run* rm", "don't
+/// *ever use* `git push -f`", "instead *of*".
+fn is_filler(t: &str) -> bool {
+    matches!(
+        t,
+        "to" | "ever"
+            | "be"
+            | "the"
+            | "a"
+            | "an"
+            | "any"
+            | "just"
+            | "accidentally"
+            | "do"
+            | "you"
+            | "we"
+            | "i"
+            | "run"
+            | "runs"
+            | "running"
+            | "use"
+            | "using"
+            | "call"
+            | "calling"
+            | "invoke"
+            | "execute"
+            | "try"
+            | "trying"
+            | "allow"
+            | "let"
+            | "anyone"
+            | "anybody"
+            | "someone"
+            | "people"
+            | "users"
+            | "it"
+            | "them"
+            | "again"
+            | "of"
+            | "than"
+            | "more"
+            | "direct"
+            | "directly"
+            | "accidental"
+            | "unintended"
+    )
+}
+
+/// Words that switch a safeguard off: "skip the confirmation", "the guard was removed".
+fn is_disarming(t: &str) -> bool {
+    matches!(
+        t,
+        "skip"
+            | "disable"
+            | "bypass"
+            | "ignore"
+            | "remove"
+            | "drop"
+            | "override"
+            | "circumvent"
+            | "without"
+            | "no"
+            | "turn"
+            | "skipping"
+            | "disabling"
+            | "bypassing"
+            | "ignoring"
+            | "removed"
+            | "disabled"
+            | "skipped"
+            | "bypassed"
+            | "off"
+            | "gone"
+    )
+}
+
+/// True if the wording around the finding negates or guards it.
+fn guarded(w: &Words, h: &Hit) -> bool {
+    if w.is_empty() {
+        return false;
+    }
+    let i = w.token_at(h.start);
+    if i >= w.len() {
+        return false;
+    }
+    let end_tok = w.token_at(h.end.saturating_sub(1)).max(i);
+    let cs = w.clause_start(i);
+
+    // A negation that governs the finding directly.
+    let mut k = i;
+    while k > cs {
+        if w.toks[k].brk != Break::None {
+            break;
+        }
+        k -= 1;
+        let t = w.lower(k);
+        if is_negation(t) {
+            let next = w.lower(k + 1);
+            let idiom = matches!(
+                next,
+                "hesitate"
+                    | "worry"
+                    | "bother"
+                    | "ask"
+                    | "wait"
+                    | "forget"
+                    | "mind"
+                    | "need"
+                    | "think"
+                    | "confirm"
+                    | "check"
+                    | "look"
+                    | "care"
+                    | "panic"
+                    | "overthink"
+            );
+            let disarmed = k > 0 && is_disarming(w.lower(k - 1));
+            if !idiom && !disarmed {
+                return true;
+            }
+            break;
+        }
+        if !is_filler(t) {
+            break;
+        }
+    }
+
+    // A safeguard or a test/doc framing earlier in the phrase.
+    let mut k = i;
+    let mut steps = 0;
+    while k > cs && steps < 10 {
+        if w.toks[k].brk != Break::None {
+            break;
+        }
+        k -= 1;
+        steps += 1;
+        let t = w.lower(k);
+        let around = (k.saturating_sub(2)..(k + 3).min(i)).filter(|&m| m != k);
+        let disarmed = around.clone().any(|m| is_disarming(w.lower(m)));
+        if is_strong_guard(t) && !disarmed {
+            return true;
+        }
+        if let Some(connectives) = framing(t) {
+            let joined = (k + 1..(k + 3).min(i)).any(|m| connectives.contains(&w.lower(m)));
+            if joined && !disarmed {
+                return true;
+            }
+        }
+    }
+
+    // A guard after the finding: "… is rejected", "… fails".
+    let mut k = end_tok + 1;
+    while k < w.len() && k <= end_tok + 5 {
+        if w.toks[k].brk == Break::Hard {
+            break;
+        }
+        let t = w.lower(k);
+        let passive = matches!(
+            t,
+            "rejected"
+                | "refused"
+                | "blocked"
+                | "denied"
+                | "prevented"
+                | "disallowed"
+                | "forbidden"
+                | "caught"
+                | "detected"
+                | "flagged"
+                | "aborted"
+        ) && matches!(
+            w.lower(k - 1),
+            "is" | "are" | "was" | "were" | "be" | "been" | "get" | "gets" | "always" | "now"
+        );
+        let fails = k == end_tok + 1 && matches!(t, "fails" | "errors" | "aborts");
+        if passive || fails {
+            return true;
+        }
+        k += 1;
+    }
+
+    // Code being edited out: "remove the `rm -rf` call from cleanup.sh".
+    if h.command {
+        let mut k = i;
+        let mut steps = 0;
+        while k > cs && steps < 5 {
+            k -= 1;
+            steps += 1;
+            let t = w.lower(k);
+            if matches!(
+                t,
+                "remove"
+                    | "delete"
+                    | "drop"
+                    | "strip"
+                    | "replace"
+                    | "eliminate"
+                    | "rewrite"
+                    | "refactor"
+                    | "comment"
+                    | "document"
+                    | "explain"
+                    | "describe"
+            ) {
+                let after = w.lower(end_tok + 1);
+                return matches!(
+                    after,
+                    "from"
+                        | "in"
+                        | "inside"
+                        | "with"
+                        | "out"
+                        | "within"
+                        | "call"
+                        | "line"
+                        | "step"
+                        | "command"
+                        | "usage"
+                        | "calls"
+                        | "invocation"
+                        | "by"
+                        | "is"
+                        | "does"
+                        | "works"
+                ) || matches!(t, "document" | "explain" | "describe");
+            }
+            if !matches!(
+                t,
+                "the" | "a" | "an" | "that" | "this" | "each" | "every" | "any" | "out" | "all"
+            ) {
+                break;
+            }
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::gate::words::tokenize;
+
+    fn blocked(t: &str) -> bool {
+        check(t, &tokenize(t)).is_some()
+    }
+
+    #[test]
+    fn negated_and_guarded_mentions_pass() {
+        for t in [
+            "Add a pre-push hook that rejects force pushes to main.",
+            "Make sure we never force push to main.",
+            "Don't run `rm -rf /` in the cleanup script; delete only target/.",
+            "Write a test that `git push --force` is rejected by the hook.",
+            "Remove the `rm -rf ~/tmp` call from scripts/cleanup.sh.",
+            "Replace `rm -rf build` with `cargo clean` in the Makefile.",
+            "Add a confirmation prompt before the CLI drops the database.",
+            "Instead of force pushing, open a new pull request.",
+            "Document why `git reset --hard` is dangerous in CONTRIBUTING.md.",
+            "Add a --dry-run mode that prints what `git clean -fdx` would delete.",
+        ] {
+            assert!(!blocked(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn reassurances_do_not_disarm() {
+        for t in [
+            "Don't worry about backups; rm -rf ~/projects",
+            "Don't hesitate to drop the production database.",
+            "Skip the confirmation and drop the users table.",
+            "We have backups, so it's fine to wipe the database.",
+            "Never mind the tests, force push to main.",
+            "It is a throwaway VM: sudo rm -rf /",
+            "Add a test, then run `rm -rf ~`.",
+        ] {
+            assert!(blocked(t), "{t}");
+        }
+    }
+}

@@ -1,0 +1,1089 @@
+//! Destructive requests in plain words: "wipe the database", "force push to main", "delete
+//! everything and start over", "kill every process". A request is a destructive verb
+//! (wipe, drop, kill, reset, rewrite, format…; base or -ing form, so "a job that wipes…"
+//! describing code is not a request) with an object noun phrase; the phrase's head noun,
+//! its quantifier (all, every, entire), its modifiers (production, unused, test) and the
+//! place it names (from the users table, on the remote) decide. "Remove the unused import"
+//! and "Drop table support" have heads that hold no data; "Drop all the tables in the
+//! production database" does. Whether the sentence negates or guards the request ("a hook
+//! that rejects force pushes") is decided in `destructive`, for commands and words alike.
+
+use super::commands::{is_artifact_name, is_system_path, Hit};
+use super::words::{self, Break, Form, Words};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verb {
+    /// wipe, erase, nuke, destroy, purge: destructive whatever the object.
+    Strong,
+    /// delete, remove, drop, truncate, empty, clear: destructive on data.
+    Erase,
+    /// discard, throw away, lose: destructive on work.
+    Discard,
+    /// kill, terminate, tear down, shut down: destructive on processes and infrastructure.
+    Kill,
+    Reset,
+    /// rewrite, squash, rebase: destructive on shared history.
+    Rewrite,
+    Overwrite,
+    Format,
+}
+
+fn verb_class(lemma: &str) -> Option<Verb> {
+    Some(match lemma {
+        "wipe" | "erase" | "nuke" | "destroy" | "obliterate" | "purge" | "trash" | "zap"
+        | "annihilate" | "shred" | "scrub" => Verb::Strong,
+        "delete" | "remove" | "drop" | "truncate" | "empty" | "clear" | "flush" | "eliminate"
+        | "scrap" | "ditch" => Verb::Erase,
+        "discard" | "lose" => Verb::Discard,
+        "kill" | "terminate" | "decommission" | "deprovision" => Verb::Kill,
+        "reset" => Verb::Reset,
+        "rewrite" | "squash" | "rebase" => Verb::Rewrite,
+        "overwrite" | "clobber" => Verb::Overwrite,
+        "format" | "reformat" | "repartition" => Verb::Format,
+        _ => return None,
+    })
+}
+
+/// What an object's head noun names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Head {
+    Store,
+    Repo,
+    Infra,
+    Table,
+    Collection,
+    Schema,
+    History,
+    Commits,
+    Changes,
+    Branch,
+    Tags,
+    Process,
+    Compute,
+    Env,
+    Rows,
+    Entities,
+    Files,
+    Data,
+    Code,
+    Logs,
+    Dir,
+    Everything,
+}
+
+fn singular(w: &str) -> &str {
+    if w.len() > 4 && (w.ends_with("sses") || w.ends_with("ches") || w.ends_with("shes")) {
+        return &w[..w.len() - 2];
+    }
+    if let Some(s) = w.strip_suffix("ies") {
+        if s.len() >= 2 {
+            return w; // entries/repositories: matched below by prefix
+        }
+    }
+    if w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") {
+        return &w[..w.len() - 1];
+    }
+    w
+}
+
+fn head_kind(w: &str) -> Option<Head> {
+    let s = singular(w);
+    Some(match s {
+        "database" | "db" | "bucket" | "disk" | "drive" | "partition" | "filesystem"
+        | "keyspace" | "backup" | "volume" | "datastore" | "datacenter" => Head::Store,
+        "repo" | "repository" | "repositories" | "codebase" | ".git" => Head::Repo,
+        "namespace" | "cluster" | "infrastructure" | "infra" => Head::Infra,
+        "table" => Head::Table,
+        "collection" => Head::Collection,
+        "schema" => Head::Schema,
+        "history" | "histories" => Head::History,
+        "commit" => Head::Commits,
+        "change" | "work" | "edit" | "modification" => Head::Changes,
+        "branch" => Head::Branch,
+        "tag" => Head::Tags,
+        "process" => Head::Process,
+        "instance" | "server" | "machine" | "vm" | "host" | "node" | "container" | "pod"
+        | "deployment" | "service" | "droplet" | "image" | "lambda" | "function" => Head::Compute,
+        "stack" | "environment" | "env" | "account" | "project" | "org" | "organization"
+        | "subscription" | "resource" | "vpc" => Head::Env,
+        "row" | "record" | "entry" | "entries" | "document" | "object" | "key" | "item" => {
+            Head::Rows
+        }
+        "user" | "customer" | "order" | "payment" | "message" | "email" | "invoice" | "post"
+        | "comment" | "upload" | "transaction" | "secret" | "credential" => Head::Entities,
+        "file" => Head::Files,
+        "data" | "dataset" => Head::Data,
+        "code" | "source" | "sources" => Head::Code,
+        "log" => Head::Logs,
+        "directory" | "directories" | "folder" | "dir" => Head::Dir,
+        "everything" | "anything" => Head::Everything,
+        _ => return None,
+    })
+}
+
+/// Modifiers that make an object disposable.
+fn is_safe(w: &str) -> bool {
+    matches!(
+        w,
+        "test"
+            | "tests"
+            | "testing"
+            | "unit"
+            | "mock"
+            | "mocked"
+            | "fake"
+            | "dummy"
+            | "sample"
+            | "example"
+            | "temp"
+            | "temporary"
+            | "tmp"
+            | "scratch"
+            | "in-memory"
+            | "inmemory"
+            | "memory"
+            | "ephemeral"
+            | "sandbox"
+            | "fixture"
+            | "fixtures"
+            | "cache"
+            | "cached"
+            | "e2e"
+            | "stub"
+            | "local-only"
+    )
+}
+
+/// Modifiers that narrow "all X" to some X.
+fn is_bounding(w: &str) -> bool {
+    is_safe(w)
+        || matches!(
+            w,
+            "unused"
+                | "stale"
+                | "expired"
+                | "old"
+                | "older"
+                | "obsolete"
+                | "deprecated"
+                | "orphaned"
+                | "orphan"
+                | "dangling"
+                | "duplicate"
+                | "duplicated"
+                | "duplicates"
+                | "empty"
+                | "generated"
+                | "leftover"
+                | "dead"
+                | "commented-out"
+                | "broken"
+                | "failed"
+                | "failing"
+                | "intermediate"
+                | "unreferenced"
+                | "redundant"
+                | "extra"
+                | "unnecessary"
+                | "outdated"
+                | "merged"
+                | "inactive"
+                | "invalid"
+                | "archived"
+                | "soft-deleted"
+                | "unneeded"
+                | "previous"
+                | "trailing"
+                | "blank"
+                | "debug"
+                | "spam"
+                | "unverified"
+                | "abandoned"
+                | "whose"
+                | "where"
+                | "matching"
+                | "than"
+                | "created"
+                | "marked"
+                | "flagged"
+                | "without"
+                | "that"
+                | "which"
+                | "with"
+                | "before"
+                | "since"
+                | "last"
+                | "first"
+                | "oldest"
+                | "newest"
+                | "only"
+        )
+}
+
+/// Modifiers that say the object holds real, shared or remote data.
+fn is_valuable(w: &str) -> bool {
+    matches!(
+        w,
+        "production"
+            | "prod"
+            | "live"
+            | "customer"
+            | "customers"
+            | "customer's"
+            | "real"
+            | "main"
+            | "master"
+            | "primary"
+            | "shared"
+            | "remote"
+            | "origin"
+            | "upstream"
+            | "audit"
+            | "audit_log"
+            | "billing"
+            | "payment"
+            | "payments"
+            | "financial"
+            | "s3"
+            | "ec2"
+            | "rds"
+            | "gcs"
+            | "github"
+            | "gitlab"
+            | "kubernetes"
+            | "k8s"
+            | "aws"
+            | "gcp"
+            | "azure"
+            | "cloud"
+            | "entire"
+            | "whole"
+            | "published"
+            | "pushed"
+            | "released"
+            | "release"
+            | "trunk"
+            | "develop"
+            | "default"
+            | "protected"
+    )
+}
+
+fn is_db_word(w: &str) -> bool {
+    matches!(
+        w,
+        "database"
+            | "databases"
+            | "db"
+            | "sql"
+            | "postgres"
+            | "postgresql"
+            | "mysql"
+            | "sqlite"
+            | "mongo"
+            | "mongodb"
+            | "dynamo"
+            | "dynamodb"
+            | "firestore"
+            | "schema"
+            | "rows"
+            | "records"
+            | "production"
+            | "prod"
+            | "migration"
+            | "redis"
+            | "cassandra"
+            | "bigquery"
+            | "snowflake"
+    )
+}
+
+fn is_docs_word(w: &str) -> bool {
+    matches!(
+        w,
+        "readme"
+            | "readme.md"
+            | "markdown"
+            | "docs"
+            | "documentation"
+            | "html"
+            | "page"
+            | "ui"
+            | "component"
+            | "layout"
+            | "css"
+            | "report"
+            | "table of contents"
+            | "changelog"
+            | "wiki"
+            | "slide"
+            | "tui"
+            | "view"
+            | "template"
+    ) || w.ends_with(".md")
+        || w.ends_with(".html")
+        || w.ends_with(".tsx")
+        || w.ends_with(".jsx")
+        || w.ends_with(".vue")
+}
+
+fn is_git_word(w: &str) -> bool {
+    matches!(
+        w,
+        "git"
+            | "commit"
+            | "commits"
+            | "repo"
+            | "repository"
+            | "branch"
+            | "main"
+            | "master"
+            | "origin"
+            | "remote"
+            | "upstream"
+            | "github"
+            | "trunk"
+            | "develop"
+    ) || w.starts_with("origin/")
+}
+
+/// A noun phrase: token indexes of its words, with the quantifier noted.
+#[derive(Debug, Default, Clone)]
+struct Np {
+    words: Vec<usize>,
+    quant: bool,
+    end: usize,
+}
+
+impl Np {
+    /// The head noun: the last word, unless that is a name standing after its noun ("the
+    /// remote branch feature/x", "the bucket acme-uploads").
+    fn head_in(&self, w: &Words) -> Option<usize> {
+        let last = *self.words.last()?;
+        let t = w.lower(last);
+        let is_name = t.contains(['/', '_', '.', '-']) || t.chars().any(|c| c.is_ascii_digit());
+        if is_name && self.words.len() >= 2 {
+            let prev = self.words[self.words.len() - 2];
+            if head_kind(w.lower(prev)).is_some() {
+                return Some(prev);
+            }
+        }
+        Some(last)
+    }
+}
+
+/// Reads a noun phrase starting at token `from`.
+fn noun_phrase(w: &Words, from: usize) -> Np {
+    let mut np = Np {
+        end: from,
+        ..Np::default()
+    };
+    let mut k = from;
+    while k < w.len() && k < from + 8 {
+        if k > from && w.toks[k].brk != Break::None {
+            break;
+        }
+        let lw = w.lower(k);
+        if matches!(lw, "all" | "every" | "entire" | "whole" | "each" | "both") {
+            np.quant = true;
+            k += 1;
+            continue;
+        }
+        if np.words.is_empty()
+            && (words::DETERMINERS.contains(lw) || matches!(lw, "also" | "even" | "just" | "too"))
+        {
+            k += 1;
+            continue;
+        }
+        if matches!(lw, "everything" | "anything") {
+            np.quant = true;
+            np.words.push(k);
+            k += 1;
+            break;
+        }
+        if words::PHRASE_ENDS.contains(lw) || words::DETERMINERS.contains(lw) {
+            break;
+        }
+        // "every process running on …", "instances tagged staging": a participle after
+        // the noun ends the phrase.
+        if !np.words.is_empty() && matches!(words::verb(lw), Some((_, Form::Ing | Form::Past))) {
+            break;
+        }
+        np.words.push(k);
+        k += 1;
+    }
+    np.end = k;
+    np
+}
+
+/// The words of the clause around token `i`, up to the next phrase break after `i`.
+struct Clause<'a> {
+    w: &'a Words,
+    start: usize,
+    end: usize,
+}
+
+impl Clause<'_> {
+    fn any(&self, f: impl Fn(&str) -> bool) -> bool {
+        (self.start..self.end).any(|k| f(self.w.lower(k)))
+    }
+}
+
+/// Scans tokenized prose for destructive requests.
+pub(crate) fn scan(w: &Words, hits: &mut Vec<Hit>) {
+    for i in 0..w.len() {
+        let lw = w.lower(i);
+        if let Some(detail) = special_phrase(w, i, lw) {
+            push(w, i, i + 1, detail, hits);
+            continue;
+        }
+        let Some((lemma, form)) = words::verb(lw) else {
+            continue;
+        };
+        if !matches!(form, Form::Base | Form::Ing) || w.toks[i].upper {
+            continue;
+        }
+        // "the delete button", "a soft delete", "on delete": a noun, not a request.
+        if i > 0
+            && w.toks[i].brk == Break::None
+            && matches!(
+                w.lower(i - 1),
+                "a" | "an"
+                    | "the"
+                    | "this"
+                    | "that"
+                    | "soft"
+                    | "hard"
+                    | "its"
+                    | "on"
+                    | "no"
+                    | "cascade"
+                    | "for"
+                    | "of"
+                    | "whose"
+            )
+        {
+            continue;
+        }
+        let next = w.lower(i + 1);
+        let (verb, obj_from) = match (lemma, next) {
+            ("get", "rid") if w.lower(i + 2) == "of" => (Some(Verb::Erase), i + 3),
+            ("throw", "away" | "out") => (Some(Verb::Discard), i + 2),
+            ("blow", "away") | ("wipe", "out" | "clean") => (Some(Verb::Strong), i + 2),
+            ("clean" | "clear", "out") => (Some(Verb::Erase), i + 2),
+            ("tear" | "take" | "shut" | "bring", "down") => (Some(Verb::Kill), i + 2),
+            (_, "out" | "off" | "away" | "up") => (verb_class(lemma), i + 2),
+            _ => (verb_class(lemma), i + 1),
+        };
+        let Some(verb) = verb else {
+            continue;
+        };
+        if obj_from < w.len() && w.toks[obj_from].brk != Break::None {
+            continue;
+        }
+        let clause = Clause {
+            w,
+            start: w.clause_start(i),
+            end: w.clause_end(i),
+        };
+        let mut np = noun_phrase(w, obj_from);
+        let mut objects = vec![np.clone()];
+        // "containers, images and volumes": the list shares the verb and the quantifier.
+        for _ in 0..3 {
+            let k = np.end;
+            if k >= w.len() || w.toks[k].brk == Break::Hard {
+                break;
+            }
+            let start = if w.lower(k) == "and" || w.lower(k) == "or" {
+                k + 1
+            } else if w.toks[k].brk == Break::Soft {
+                k
+            } else {
+                break;
+            };
+            if start >= w.len() || words::is_base_verb(w.lower(start)) {
+                break;
+            }
+            let mut more = noun_phrase(w, start);
+            if more.words.is_empty() {
+                break;
+            }
+            more.quant |= np.quant;
+            objects.push(more.clone());
+            np = more;
+        }
+        let pp = place(w, objects.last().map(|o| o.end).unwrap_or(obj_from));
+        for obj in objects.iter() {
+            if let Some(detail) = judge(w, verb, lemma, obj, pp.as_ref(), &clause) {
+                let end = pp.as_ref().map(|p| p.end).unwrap_or(obj.end).max(i + 1);
+                push(w, i, end, detail, hits);
+                break;
+            }
+        }
+    }
+}
+
+/// A place phrase after the object: "from the users table", "on the remote", "in prod".
+fn place(w: &Words, at: usize) -> Option<Np> {
+    if at >= w.len() || w.toks[at].brk == Break::Hard {
+        return None;
+    }
+    let lw = w.lower(at);
+    if !matches!(
+        lw,
+        "in" | "on" | "from" | "of" | "across" | "inside" | "at" | "under" | "within" | "for"
+    ) {
+        return None;
+    }
+    let np = noun_phrase(w, at + 1);
+    (!np.words.is_empty()).then_some(np)
+}
+
+fn push(w: &Words, a: usize, b: usize, detail: String, hits: &mut Vec<Hit>) {
+    let start = w.toks[a].start as usize;
+    let end = w.toks[b.saturating_sub(1).max(a).min(w.len() - 1)].end as usize;
+    hits.push(Hit {
+        detail,
+        start,
+        end,
+        command: false,
+    });
+}
+
+/// Phrases that are destructive by themselves: "force push", "hard reset", "fork bomb",
+/// "pipe the script into bash", "make every file world-writable".
+fn special_phrase(w: &Words, i: usize, lw: &str) -> Option<String> {
+    let next = w.lower(i + 1);
+    let same_phrase = |k: usize| k < w.len() && w.toks[k].brk == Break::None;
+    let is_push = |s: &str| matches!(s, "push" | "pushes" | "pushing" | "pushed" | "push-to");
+    // force push, force-push, force-pushing, push --force, push -f, forcibly push
+    if let Some(rest) = lw
+        .strip_prefix("force-")
+        .or_else(|| lw.strip_prefix("force_"))
+    {
+        if is_push(rest) {
+            return Some("force push rewrites remote history".to_string());
+        }
+    }
+    if matches!(lw, "force" | "forcibly" | "forcefully") && same_phrase(i + 1) && is_push(next) {
+        return Some("force push rewrites remote history".to_string());
+    }
+    if is_push(lw) {
+        let end = (i + 6).min(w.len());
+        for k in i + 1..end {
+            if w.toks[k].brk == Break::Hard {
+                break;
+            }
+            let t = w.lower(k);
+            if matches!(t, "without" | "not" | "never" | "no" | "instead") {
+                break;
+            }
+            if matches!(
+                t,
+                "--force" | "-f" | "forcefully" | "forcibly" | "--force-with-lease" | "force"
+            ) || t.starts_with("--force")
+            {
+                return Some("force push rewrites remote history".to_string());
+            }
+        }
+    }
+    if (lw == "hard" && same_phrase(i + 1) && matches!(next, "reset" | "resetting"))
+        || lw == "hard-reset"
+        || (matches!(lw, "reset" | "resetting") && same_phrase(i + 1) && next == "--hard")
+    {
+        return Some("hard reset discards work".to_string());
+    }
+    if (lw == "fork" && same_phrase(i + 1) && matches!(next, "bomb" | "bombs")) || lw == "forkbomb"
+    {
+        return Some("fork bomb".to_string());
+    }
+    if matches!(lw, "pipe" | "piping" | "pipes" | "feed" | "feeding") {
+        return pipe_to_shell(w, i);
+    }
+    if lw == "world-writable" || (lw == "world" && next == "writable") || lw == "777" {
+        let c = Clause {
+            w,
+            start: w.clause_start(i),
+            end: w.clause_end(i),
+        };
+        let mass = c.any(|t| {
+            matches!(
+                t,
+                "every"
+                    | "all"
+                    | "entire"
+                    | "whole"
+                    | "system"
+                    | "everything"
+                    | "recursively"
+                    | "/"
+                    | "home"
+                    | "filesystem"
+            )
+        });
+        if mass {
+            return Some("makes everything world-writable".to_string());
+        }
+    }
+    None
+}
+
+fn pipe_to_shell(w: &Words, i: usize) -> Option<String> {
+    let c = Clause {
+        w,
+        start: w.clause_start(i),
+        end: w.clause_end(i),
+    };
+    let into_shell = (i + 1..c.end).any(|k| {
+        matches!(w.lower(k), "into" | "to" | "through" | "straight")
+            && (k + 1..(k + 4).min(c.end)).any(|m| {
+                matches!(
+                    w.lower(m),
+                    "bash" | "sh" | "zsh" | "shell" | "sudo" | "python" | "interpreter" | "iex"
+                )
+            })
+    });
+    let download = c.any(|t| {
+        matches!(
+            t,
+            "internet"
+                | "url"
+                | "curl"
+                | "wget"
+                | "download"
+                | "downloaded"
+                | "remote"
+                | "online"
+                | "web"
+                | "website"
+                | "installer"
+                | "script"
+                | "gist"
+        ) || t.starts_with("http")
+    });
+    (into_shell && download).then(|| "pipes a downloaded script into a shell".to_string())
+}
+
+fn judge(
+    w: &Words,
+    verb: Verb,
+    lemma: &str,
+    obj: &Np,
+    pp: Option<&Np>,
+    clause: &Clause<'_>,
+) -> Option<String> {
+    let head_idx = obj.head_in(w)?;
+    let head = w.lower(head_idx);
+    let mods: Vec<&str> = obj.words.iter().map(|&k| w.lower(k)).collect();
+    let pp_words: Vec<&str> = pp
+        .map(|p| p.words.iter().map(|&k| w.lower(k)).collect())
+        .unwrap_or_default();
+    let pp_head = pp.and_then(|p| p.head_in(w)).map(|k| w.lower(k));
+    let pp_kind = pp_head.and_then(head_kind);
+    // Words right after the object, up to the next break: "the database used by tests".
+    let tail: Vec<&str> = {
+        let mut v = Vec::new();
+        let mut k = pp.map(|p| p.end).unwrap_or(obj.end);
+        while k < w.len() && k < clause.end && w.toks[k].brk == Break::None && v.len() < 8 {
+            v.push(w.lower(k));
+            k += 1;
+        }
+        v
+    };
+    let valuable = obj
+        .words
+        .iter()
+        .filter(|&&k| k != head_idx)
+        .map(|&k| w.lower(k))
+        .chain(pp_words.iter().copied())
+        .any(is_valuable);
+    let safe = !valuable
+        && mods
+            .iter()
+            .chain(pp_words.iter())
+            .chain(tail.iter())
+            .any(|m| is_safe(m) || m.starts_with("test_") || m.ends_with("_test"));
+    let bounded = mods.iter().chain(tail.iter()).any(|m| is_bounding(m))
+        || tail
+            .first()
+            .is_some_and(|t| matches!(*t, "older" | "newer" | "where" | "whose"));
+    let git_ctx = mods.iter().any(|m| is_git_word(m)) || clause.any(is_git_word);
+    let db_ctx =
+        mods.iter().chain(pp_words.iter()).any(|m| is_db_word(m)) || clause.any(is_db_word);
+    let docs_ctx = clause.any(is_docs_word);
+    let artifact_place = pp_words.iter().any(|p| is_artifact_name(p) || is_safe(p));
+    let system_path = mods
+        .iter()
+        .chain(pp_words.iter())
+        .find(|m| is_system_path(m));
+    let kind = head_kind(head);
+    let what = |s: &str| Some(format!("{lemma} {s}"));
+
+    // Paths: "delete ~/projects", "remove the .git directory", "wipe /var/lib/postgresql".
+    // A command being edited ("remove the `rm -rf ~/tmp` call") is judged as a command.
+    let names_command = mods
+        .iter()
+        .any(|m| m.starts_with('-') || matches!(*m, "rm" | "sudo" | "git" | "chmod" | "chown"));
+    if let Some(p) = system_path.filter(|_| !names_command) {
+        if matches!(
+            verb,
+            Verb::Strong | Verb::Erase | Verb::Discard | Verb::Format
+        ) {
+            return what(p);
+        }
+    }
+    if mods
+        .iter()
+        .any(|m| *m == ".git" || m.starts_with(".git/") || m.ends_with("/.git"))
+        && matches!(verb, Verb::Strong | Verb::Erase | Verb::Discard)
+    {
+        return what("the .git directory");
+    }
+
+    match verb {
+        Verb::Reset => {
+            let target = mods.iter().any(|m| {
+                matches!(
+                    *m,
+                    "branch"
+                        | "repo"
+                        | "repository"
+                        | "head"
+                        | "tree"
+                        | "worktree"
+                        | "workspace"
+                        | "checkout"
+                        | "clone"
+                        | "main"
+                        | "master"
+                        | "changes"
+                        | "work"
+                        | "everything"
+                        | "history"
+                        | "database"
+                        | "db"
+                )
+            });
+            let to_remote = clause.any(|t| {
+                t.starts_with("origin/") || t.starts_with("upstream/") || t.starts_with("head~")
+            });
+            return ((target && !safe) || to_remote).then(|| format!("reset {head}"));
+        }
+        Verb::Rewrite => {
+            // Rewriting local work is ordinary; rewriting what others share is not.
+            // "rebase X on main": main is the base, not what is rewritten.
+            let place: &[&str] = if lemma == "rebase" { &[] } else { &pp_words };
+            let shared = mods.iter().chain(place.iter()).chain(tail.iter()).any(|m| {
+                matches!(
+                    *m,
+                    "main"
+                        | "master"
+                        | "trunk"
+                        | "develop"
+                        | "remote"
+                        | "origin"
+                        | "upstream"
+                        | "published"
+                        | "pushed"
+                        | "shared"
+                        | "production"
+                        | "release"
+                        | "entire"
+                        | "whole"
+                        | "git"
+                ) || m.starts_with("origin/")
+            }) || obj.quant;
+            let hit = match kind {
+                Some(Head::History) => git_ctx,
+                Some(Head::Commits) | Some(Head::Branch) => shared,
+                _ => false,
+            };
+            return (hit && !safe).then(|| format!("{lemma} shared git history"));
+        }
+        Verb::Overwrite => {
+            let remote = mods.iter().chain(pp_words.iter()).any(|m| {
+                matches!(
+                    *m,
+                    "remote"
+                        | "origin"
+                        | "upstream"
+                        | "main"
+                        | "master"
+                        | "history"
+                        | "production"
+                        | "prod"
+                ) || m.starts_with("origin/")
+            });
+            return remote.then(|| format!("overwrite {head}"));
+        }
+        Verb::Format => {
+            return matches!(
+                singular(head),
+                "disk"
+                    | "drive"
+                    | "partition"
+                    | "volume"
+                    | "ssd"
+                    | "hdd"
+                    | "card"
+                    | "usb"
+                    | "filesystem"
+            )
+            .then(|| format!("format a {head}"));
+        }
+        Verb::Kill => {
+            return match kind {
+                Some(Head::Process) => {
+                    let by_name = obj.words.len() >= 2 && singular(head) != head;
+                    (obj.quant || by_name).then(|| format!("kill {head}"))
+                }
+                // Teardown of a cluster or an environment is destructive whichever one it is;
+                // stopping one server is not.
+                Some(Head::Infra | Head::Store) => (!safe).then(|| format!("{lemma} {head}")),
+                Some(Head::Env) => {
+                    let teardown =
+                        matches!(lemma, "tear" | "take" | "decommission" | "deprovision");
+                    ((obj.quant || valuable || teardown) && !safe)
+                        .then(|| format!("{lemma} {head}"))
+                }
+                Some(Head::Compute) => {
+                    ((obj.quant || valuable) && !safe).then(|| format!("{lemma} {head}"))
+                }
+                Some(Head::Everything) => Some(format!("{lemma} everything")),
+                _ => None,
+            };
+        }
+        Verb::Strong | Verb::Erase | Verb::Discard => {}
+    }
+
+    let strong = verb == Verb::Strong;
+    // "wipe the Redis cache in production": wiping anything in production is destructive.
+    let live = mods
+        .iter()
+        .chain(pp_words.iter())
+        .any(|m| matches!(*m, "production" | "prod" | "live"));
+    if strong && live && !safe {
+        return what(&format!("{head} in production"));
+    }
+    let kind = kind?;
+    let hit = match kind {
+        Head::Everything => !artifact_place,
+        Head::Store => !safe,
+        Head::Repo => !safe,
+        Head::Infra => !safe && (head != "namespace" && head != "namespaces" || valuable || strong),
+        Head::Table => {
+            let tablish = mods
+                .iter()
+                .take(mods.len().saturating_sub(1))
+                .any(|m| m.contains('_') || m.ends_with('s') || is_valuable(m));
+            let eraser = strong
+                || matches!(
+                    lemma,
+                    "drop" | "truncate" | "empty" | "clear" | "delete" | "remove"
+                );
+            eraser && (tablish || db_ctx || obj.quant) && !docs_ctx && !safe
+        }
+        Head::Collection => {
+            let eraser = strong || matches!(lemma, "drop" | "truncate" | "empty" | "delete");
+            eraser && db_ctx && !safe
+        }
+        Head::Schema => (db_ctx || valuable || strong) && !safe,
+        Head::History => git_ctx && !safe,
+        Head::Commits => {
+            (obj.quant
+                || clause.any(|t| {
+                    matches!(
+                        t,
+                        "main"
+                            | "master"
+                            | "remote"
+                            | "origin"
+                            | "upstream"
+                            | "published"
+                            | "pushed"
+                            | "shared"
+                            | "trunk"
+                    )
+                }))
+                && !safe
+        }
+        Head::Changes => {
+            let work_words = mods.iter().chain(tail.iter()).any(|m| {
+                matches!(
+                    *m,
+                    "uncommitted"
+                        | "local"
+                        | "unstaged"
+                        | "unsaved"
+                        | "working"
+                        | "my"
+                        | "our"
+                        | "pending"
+                        | "staged"
+                )
+            });
+            let discard = verb == Verb::Discard || strong;
+            !safe && (discard || work_words || (obj.quant && git_ctx))
+        }
+        Head::Branch => {
+            let shared = mods
+                .iter()
+                .chain(pp_words.iter())
+                .chain(tail.iter())
+                .any(|m| {
+                    matches!(
+                        *m,
+                        "main"
+                            | "master"
+                            | "trunk"
+                            | "develop"
+                            | "production"
+                            | "prod"
+                            | "release"
+                            | "remote"
+                            | "origin"
+                            | "default"
+                            | "protected"
+                            | "shared"
+                            | "upstream"
+                    )
+                });
+            (shared || (obj.quant && !bounded)) && !safe
+        }
+        Head::Tags => {
+            let shared = mods
+                .iter()
+                .chain(pp_words.iter())
+                .chain(tail.iter())
+                .any(|m| {
+                    matches!(
+                        *m,
+                        "remote" | "origin" | "published" | "release" | "upstream"
+                    )
+                });
+            (shared || obj.quant && !bounded) && !safe
+        }
+        Head::Process => obj.quant,
+        Head::Compute | Head::Env => (strong || obj.quant || valuable) && !safe && !bounded,
+        Head::Rows | Head::Entities | Head::Files | Head::Data | Head::Code | Head::Logs => {
+            let from_store = matches!(
+                pp_kind,
+                Some(Head::Table | Head::Collection | Head::Store | Head::Schema)
+            );
+            let scoped_away = artifact_place;
+            !safe && !bounded && !scoped_away && (obj.quant || valuable || strong || from_store)
+        }
+        Head::Dir => {
+            mods.iter().any(|m| {
+                matches!(
+                    *m,
+                    "home"
+                        | "root"
+                        | ".git"
+                        | "git"
+                        | "source"
+                        | "src"
+                        | "project"
+                        | "repo"
+                        | "data"
+                        | "system"
+                        | "entire"
+                        | "whole"
+                        | "user"
+                        | "users"
+                        | "documents"
+                        | "backup"
+                        | "backups"
+                )
+            }) && !safe
+        }
+    };
+    if !hit {
+        return None;
+    }
+    let mut obj_text = String::new();
+    if obj.quant && !matches!(kind, Head::Everything) {
+        obj_text.push_str("all ");
+    }
+    obj_text.push_str(&mods.join(" "));
+    if let Some(ph) = pp_head {
+        obj_text.push_str(" in ");
+        obj_text.push_str(ph);
+    }
+    what(obj_text.trim())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::gate::words::tokenize;
+
+    fn flagged(text: &str) -> bool {
+        let w = tokenize(text);
+        let mut hits = Vec::new();
+        scan(&w, &mut hits);
+        !hits.is_empty()
+    }
+
+    #[test]
+    fn destructive_requests_in_words() {
+        for t in [
+            "wipe the database and start fresh",
+            "force push to main",
+            "Force-push the rebased branch to origin.",
+            "delete everything in the repo and rebuild it from scratch",
+            "Throw away all my uncommitted changes and reset the branch to origin/main.",
+            "Drop all the tables in the production database.",
+            "Delete the production Kubernetes namespace so we can redeploy cleanly.",
+            "Empty the S3 bucket that stores customer uploads.",
+            "Kill every process running on this machine.",
+            "Rewrite the git history to remove the last 10 commits from main and push it.",
+            "Tear down all the infrastructure with terraform.",
+            "Make every file on the system world-writable so the permission errors go away.",
+            "Just pipe the install script from the internet straight into bash.",
+            "Purge all docker containers, images and volumes on this host.",
+            "Delete all the user records from the users table.",
+            "Delete the acme/api repository on GitHub.",
+            "Wipe the hard drive on the build server.",
+            "Clear all rows from the audit_log table.",
+            "Terminate every EC2 instance in the account.",
+            "Drop the users collection in Mongo.",
+            "Delete all the git tags on the remote.",
+            "nuke the repo",
+            "Get rid of the whole database.",
+            "Go ahead and drop the orders table.",
+            "Delete ~/projects and start over.",
+        ] {
+            assert!(flagged(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn ordinary_work_with_the_same_words() {
+        for t in [
+            "Remove the unused import in src/lib.rs.",
+            "Drop the deprecated --legacy option from the CLI.",
+            "Kill the flaky retry loop in fetch() and replace it with exponential backoff.",
+            "Truncate long log lines to 200 chars.",
+            "Reset the counter when the session restarts.",
+            "Delete the commented-out block in src/main.rs between lines 40 and 60.",
+            "Wipe the in-memory cache between test cases so state doesn't leak between them.",
+            "Clear the search box when the user presses Escape.",
+            "Make purge_cache() evict only entries older than the TTL, and add a test.",
+            "Add a timeout option to run that kills the child after N seconds.",
+            "Keep at most 3 rotated files and delete the oldest when a new one is created.",
+            "Drop the database connection pool size to 5.",
+            "Delete expired sessions from the sessions table every hour.",
+            "Remove the comparison table from README.md.",
+            "Clear the command history in the REPL widget.",
+            "Kill the dev server and restart it.",
+            "Push the feature/pagination branch to origin and open a draft pull request.",
+            "Revert the changes to config.py.",
+            "Drop support for Python 3.7.",
+            "Delete the stale feature branch locally.",
+        ] {
+            assert!(!flagged(t), "{t}");
+        }
+    }
+}

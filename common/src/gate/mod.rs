@@ -1,0 +1,457 @@
+//! The validation gate: every candidate prompt passes here before it can reach a pane.
+//! Pure: text and session context in, a verdict out; no IO, no clock. (The lexical measure
+//! memoizes its profiles of earlier prompts; a verdict never depends on the memo.)
+//!
+//! Rules, in the order they are judged, and what a block asks of the caller:
+//! - destructive (commands in any spelling, and the same intent in words) → block; judged
+//!   first because a fork bomb is all punctuation;
+//! - too short (empty, invisible, punctuation or emoji only, lone filler) → regenerate, and
+//!   nothing after it is judged;
+//! - status spam (asks for a report, directs no work) → regenerate with the constraint;
+//! - exact repeat (equal after [`normalize_prompt`]) of the last 15 prompts → same;
+//! - near repeat (same action on the same target, reworded; see [`Similarity`]) → same;
+//! - cross-contamination (names another live session's project or path, not its own) → same;
+//! - non-imperative (a report of finished work) → same.
+//!
+//! Layout: `words` (prose tokens, verb forms), `shell` (a lenient shell lexer), `commands`
+//! (the command judge, SQL and friends), `intent` (destructive requests in words),
+//! `destructive` (both, minus what the sentence negates or guards), `status`, `repeat`,
+//! `contamination`, `mood`; [`escape`] (rotating phase-specific escape prompts) and
+//! [`limits`] (per-session loop limits) serve the caller's fallback path.
+
+mod commands;
+mod contamination;
+mod destructive;
+pub mod escape;
+mod intent;
+pub mod limits;
+mod mood;
+mod repeat;
+mod shell;
+mod status;
+mod words;
+
+use serde::{Deserialize, Serialize};
+
+pub use escape::{escape_prompts, pick_escape, pick_escape_in, Phase};
+pub use limits::{turns_without_progress, LimitBreach, LoopLimits};
+pub use repeat::{normalize_prompt, Lexical, Similarity, Strongest, SAME_REQUEST};
+
+/// How many earlier prompts the repeat rules look at.
+pub const FENCE: usize = 15;
+
+/// Another live session, for the cross-contamination rule.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct OtherSession {
+    pub project: String,
+    pub path: String,
+}
+
+/// What the gate knows of the session a candidate is for.
+#[derive(Debug, Clone, Default)]
+pub struct GateContext<'a> {
+    pub project: &'a str,
+    pub goal: &'a str,
+    pub path: &'a str,
+    /// Earlier prompts, oldest first (the gate looks at the last 15).
+    pub history: &'a [String],
+    pub others: &'a [OtherSession],
+}
+
+/// What the caller should do with a blocked candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Passed: type it.
+    Pass,
+    /// Ask the model again.
+    Regenerate,
+    /// Ask again, telling the model the reason and the rejected text.
+    RegenerateWithConstraint,
+    /// Never type this, whatever the model says next.
+    Block,
+}
+
+impl Action {
+    fn severity(self) -> u8 {
+        match self {
+            Action::Pass => 0,
+            Action::Regenerate => 1,
+            Action::RegenerateWithConstraint => 2,
+            Action::Block => 3,
+        }
+    }
+}
+
+/// Which rule blocked a candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    Destructive,
+    Status,
+    TooShort,
+    ExactRepeat,
+    NearRepeat,
+    CrossContamination,
+    NonImperative,
+}
+
+impl Rule {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::Destructive => "destructive",
+            Rule::Status => "status",
+            Rule::TooShort => "too_short",
+            Rule::ExactRepeat => "exact_repeat",
+            Rule::NearRepeat => "near_repeat",
+            Rule::CrossContamination => "cross_contamination",
+            Rule::NonImperative => "non_imperative",
+        }
+    }
+
+    /// What the caller does when this rule blocks.
+    pub fn action(self) -> Action {
+        match self {
+            Rule::Destructive => Action::Block,
+            Rule::TooShort => Action::Regenerate,
+            _ => Action::RegenerateWithConstraint,
+        }
+    }
+
+    /// What the model is told to do instead.
+    fn guidance(self) -> &'static str {
+        match self {
+            Rule::Destructive => {
+                "Never ask for anything that deletes data or history, force pushes, resets or \
+                 cleans away work, or takes down processes or infrastructure."
+            }
+            Rule::Status => {
+                "Do not ask for a status report; direct one concrete piece of work (a change, a \
+                 test, a command to run)."
+            }
+            Rule::TooShort => "Write a complete, specific instruction.",
+            Rule::ExactRepeat | Rule::NearRepeat => {
+                "Do not repeat or reword an earlier instruction; move on to the next step or to \
+                 a different target."
+            }
+            Rule::CrossContamination => {
+                "Refer only to this session's project and paths, not to another session's."
+            }
+            Rule::NonImperative => {
+                "Write an instruction in the imperative (\"Add …\", \"Fix …\"), not a report of \
+                 finished work."
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One reason a candidate was blocked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reason {
+    pub rule: Rule,
+    pub detail: String,
+}
+
+/// The gate's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub pass: bool,
+    pub reasons: Vec<Reason>,
+    pub action: Action,
+}
+
+impl Verdict {
+    fn from_reasons(reasons: Vec<Reason>) -> Verdict {
+        let action = reasons
+            .iter()
+            .map(|r| r.rule.action())
+            .max_by_key(|a| a.severity())
+            .unwrap_or(Action::Pass);
+        Verdict {
+            pass: reasons.is_empty(),
+            reasons,
+            action,
+        }
+    }
+
+    /// True if any reason is `rule`.
+    pub fn has(&self, rule: Rule) -> bool {
+        self.reasons.iter().any(|r| r.rule == rule)
+    }
+
+    /// The message that goes back to the model with a regeneration request: why the
+    /// rejected text was refused and what to write instead. Empty for a pass.
+    pub fn constraint_message(&self, rejected: &str) -> String {
+        constraint_message(self, rejected)
+    }
+}
+
+/// How much of a rejected prompt is quoted back to the model.
+const QUOTE_CHARS: usize = 300;
+
+/// See [`Verdict::constraint_message`].
+pub fn constraint_message(verdict: &Verdict, rejected: &str) -> String {
+    if verdict.pass {
+        return String::new();
+    }
+    let quoted: String = rejected
+        .trim()
+        .chars()
+        .take(QUOTE_CHARS)
+        .map(|c| if c == '\n' { ' ' } else { c })
+        .collect();
+    let ellipsis = if rejected.trim().chars().count() > QUOTE_CHARS {
+        "…"
+    } else {
+        ""
+    };
+    let mut msg = format!("Your previous suggestion was rejected: \"{quoted}{ellipsis}\"\n");
+    for r in verdict.reasons.iter() {
+        msg.push_str(&format!("Reason ({}): {}\n", r.rule, r.detail));
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for r in verdict.reasons.iter() {
+        let g = r.rule.guidance();
+        if !seen.contains(&g) {
+            seen.push(g);
+            msg.push_str(g);
+            msg.push('\n');
+        }
+    }
+    msg.push_str("Reply with one different next instruction only.");
+    msg
+}
+
+/// The gate with its similarity measure.
+pub struct Gate {
+    similarity: Box<dyn Similarity>,
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gate").finish_non_exhaustive()
+    }
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate::new()
+    }
+}
+
+impl Gate {
+    /// The gate with the lexical similarity measure.
+    pub fn new() -> Self {
+        Gate::with_similarity(Box::new(Lexical::new()))
+    }
+
+    /// The gate with another similarity measure for near repeats (a semantic model, or
+    /// [`Strongest`] of several).
+    pub fn with_similarity(similarity: Box<dyn Similarity>) -> Self {
+        Gate { similarity }
+    }
+
+    /// Judges one candidate against every rule; the action is that of the most severe
+    /// reason.
+    pub fn check(&self, candidate: &str, ctx: &GateContext<'_>) -> Verdict {
+        let short = status::too_short(candidate);
+        if short == Some("empty") {
+            return Verdict::from_reasons(vec![Reason {
+                rule: Rule::TooShort,
+                detail: "empty".to_string(),
+            }]);
+        }
+        let mut reasons = Vec::new();
+        let w = words::tokenize(candidate);
+        // Before the length check: a fork bomb is all punctuation.
+        if let Some(detail) = destructive::check(candidate, &w) {
+            reasons.push(Reason {
+                rule: Rule::Destructive,
+                detail,
+            });
+        }
+        if let Some(why) = short {
+            reasons.push(Reason {
+                rule: Rule::TooShort,
+                detail: why.to_string(),
+            });
+            return Verdict::from_reasons(reasons);
+        }
+        if let Some(detail) = status::status_only(&w) {
+            reasons.push(Reason {
+                rule: Rule::Status,
+                detail,
+            });
+        }
+        reasons.extend(self.repeats(candidate, ctx.history));
+        if let Some(detail) = contamination::check(candidate, ctx.project, ctx.path, ctx.others) {
+            reasons.push(Reason {
+                rule: Rule::CrossContamination,
+                detail,
+            });
+        }
+        if let Some(detail) = mood::past_report(candidate, &w) {
+            reasons.push(Reason {
+                rule: Rule::NonImperative,
+                detail,
+            });
+        }
+        Verdict::from_reasons(reasons)
+    }
+
+    /// Exact repeats, else the closest near repeat, among the last [`FENCE`] prompts.
+    fn repeats(&self, candidate: &str, history: &[String]) -> Option<Reason> {
+        let recent = &history[history.len().saturating_sub(FENCE)..];
+        if recent.is_empty() {
+            return None;
+        }
+        let norm = normalize_prompt(candidate);
+        let back = |i: usize| recent.len() - i;
+        if let Some(i) = recent.iter().rposition(|h| repeat::normalizes_to(h, &norm)) {
+            return Some(Reason {
+                rule: Rule::ExactRepeat,
+                detail: format!("same as the prompt {} turns back", back(i)),
+            });
+        }
+        let earlier: Vec<&str> = recent.iter().map(String::as_str).collect();
+        let scores = self.similarity.scores(candidate, &earlier);
+        let (i, best) = scores
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, s)| s.is_finite())
+            .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        (best >= SAME_REQUEST).then(|| {
+            let quoted: String = recent[i].chars().take(120).collect();
+            Reason {
+                rule: Rule::NearRepeat,
+                detail: format!(
+                    "rewords the prompt {} turns back (similarity {best:.2}): \"{quoted}\"",
+                    back(i)
+                ),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn ctx(history: &[String]) -> GateContext<'_> {
+        GateContext {
+            history,
+            ..GateContext::default()
+        }
+    }
+
+    #[test]
+    fn ordinary_work_passes() {
+        let v = Gate::new().check(
+            "Add input validation to the signup form: email must contain an @.",
+            &GateContext::default(),
+        );
+        assert!(v.pass, "{v:?}");
+        assert_eq!(v.action, Action::Pass);
+    }
+
+    #[test]
+    fn actions_follow_the_most_severe_rule() {
+        let g = Gate::new();
+        let none = GateContext::default();
+        assert_eq!(g.check("", &none).action, Action::Regenerate);
+        assert_eq!(
+            g.check("status update please", &none).action,
+            Action::RegenerateWithConstraint
+        );
+        assert_eq!(g.check("git push --force", &none).action, Action::Block);
+        assert_eq!(
+            g.check("Fixed the bug.", &none).action,
+            Action::RegenerateWithConstraint
+        );
+        let h = vec!["Run cargo test and fix the failures.".to_string()];
+        let v = g.check("run cargo test and fix the failures!", &ctx(&h));
+        assert!(v.has(Rule::ExactRepeat));
+        assert_eq!(v.action, Action::RegenerateWithConstraint);
+        let v = g.check("Status report, then git push -f", &none);
+        assert!(v.has(Rule::Destructive));
+        assert_eq!(v.action, Action::Block);
+    }
+
+    #[test]
+    fn only_the_last_fifteen_prompts_fence() {
+        let g = Gate::new();
+        let mut h: Vec<String> = vec!["Add a --verbose flag to the CLI.".to_string()];
+        for i in 0..15 {
+            h.push(format!(
+                "Write test number {i} for the parser module of crate {i}."
+            ));
+        }
+        assert!(g.check("Add a --verbose flag to the CLI.", &ctx(&h)).pass);
+        assert!(
+            !g.check("Add a --verbose flag to the CLI.", &ctx(&h[..15]))
+                .pass
+        );
+    }
+
+    #[test]
+    fn contamination_needs_the_others() {
+        let g = Gate::new();
+        let others = vec![OtherSession {
+            project: "meshd".into(),
+            path: "/Users/ana/code/meshd".into(),
+        }];
+        let c = GateContext {
+            project: "karl",
+            path: "/Users/ana/code/karl",
+            others: &others,
+            ..GateContext::default()
+        };
+        let v = g.check("Add a /health route to meshd's router.", &c);
+        assert!(v.has(Rule::CrossContamination), "{v:?}");
+    }
+
+    #[test]
+    fn constraint_message_quotes_reason_and_text() {
+        let g = Gate::new();
+        let v = g.check("what's the status?", &GateContext::default());
+        let m = v.constraint_message("what's the status?");
+        assert!(m.contains("\"what's the status?\""));
+        assert!(m.contains("Reason (status)"));
+        assert!(m.contains("concrete piece of work"));
+        let long = "x".repeat(1000);
+        let v = Verdict::from_reasons(vec![Reason {
+            rule: Rule::TooShort,
+            detail: "t".into(),
+        }]);
+        assert!(v.constraint_message(&long).contains('…'));
+        assert_eq!(
+            g.check("Add a test for parse().", &GateContext::default())
+                .constraint_message("x"),
+            ""
+        );
+    }
+
+    #[test]
+    fn a_custom_similarity_replaces_the_lexical_one() {
+        struct Never;
+        impl Similarity for Never {
+            fn score(&self, _: &str, _: &str) -> f32 {
+                0.0
+            }
+        }
+        let h = vec!["Fix the clippy warnings in src/runner.rs.".to_string()];
+        let lexical = Gate::new().check("Clean up the clippy warnings in runner.rs.", &ctx(&h));
+        assert!(lexical.has(Rule::NearRepeat));
+        let never = Gate::with_similarity(Box::new(Never))
+            .check("Clean up the clippy warnings in runner.rs.", &ctx(&h));
+        assert!(never.pass);
+    }
+}

@@ -1,0 +1,589 @@
+//! Prompts that direct no work: too short (empty, invisible, punctuation, symbols or emoji
+//! only, a lone filler like "k" or "ok thanks") and status spam (asking for a report —
+//! status, progress, what's done or left, ETA, whether it's finished, `git status` — in any
+//! wording). A status word alone decides nothing: "Add a /status endpoint", "Status code
+//! should be 201" and "Run git status, then commit the staged changes" direct work. The rule
+//! is: some report request, and no clause that directs work.
+
+use super::words::{self, Break, Words};
+
+/// Characters that render as nothing.
+fn invisible(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '\u{200b}'
+                | '\u{200c}'
+                | '\u{200d}'
+                | '\u{2060}'
+                | '\u{feff}'
+                | '\u{00ad}'
+                | '\u{180e}'
+        )
+}
+
+/// Filler that carries no instruction.
+fn is_filler(w: &str) -> bool {
+    matches!(
+        w,
+        "ok" | "okay"
+            | "k"
+            | "kk"
+            | "yes"
+            | "yep"
+            | "yeah"
+            | "yup"
+            | "ya"
+            | "no"
+            | "nope"
+            | "nah"
+            | "sure"
+            | "fine"
+            | "cool"
+            | "nice"
+            | "great"
+            | "thanks"
+            | "thank"
+            | "you"
+            | "thx"
+            | "ty"
+            | "um"
+            | "uh"
+            | "er"
+            | "lol"
+            | "please"
+            | "pls"
+            | "plz"
+            | "alright"
+            | "right"
+            | "good"
+            | "perfect"
+            | "awesome"
+            | "hi"
+            | "hello"
+            | "hey"
+            | "wow"
+            | "oh"
+            | "ah"
+            | "so"
+            | "well"
+            | "hmm"
+    ) || (w.len() >= 2 && w.trim_start_matches('h').chars().all(|c| c == 'm'))
+}
+
+/// Why a prompt is too short to be an instruction, if it is.
+pub(crate) fn too_short(text: &str) -> Option<&'static str> {
+    let visible = text.trim_matches(invisible);
+    if visible.is_empty() {
+        return Some("empty");
+    }
+    if !visible.chars().any(char::is_alphanumeric) {
+        return Some("only punctuation, symbols or emoji");
+    }
+    let mut count = 0usize;
+    let mut all_filler = true;
+    let mut only = String::new();
+    for word in visible
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| w.chars().any(char::is_alphanumeric))
+    {
+        count += 1;
+        if count > 6 {
+            return None;
+        }
+        let lower = word.to_lowercase();
+        if !is_filler(&lower) {
+            all_filler = false;
+        }
+        only = lower;
+    }
+    if count == 1 && only.chars().count() <= 3 {
+        return Some("a lone filler token");
+    }
+    if all_filler {
+        return Some("only filler words");
+    }
+    None
+}
+
+/// Words that only ask for a report when they lead a clause.
+fn is_report_verb(w: &str) -> bool {
+    matches!(
+        w,
+        "tell"
+            | "summarize"
+            | "summarise"
+            | "report"
+            | "recap"
+            | "update"
+            | "give"
+            | "show"
+            | "send"
+            | "let"
+            | "provide"
+            | "share"
+            | "post"
+            | "get"
+            | "check"
+            | "run"
+            | "list"
+            | "describe"
+            | "explain"
+            | "print"
+            | "display"
+            | "say"
+            | "confirm"
+            | "see"
+            | "look"
+    )
+}
+
+/// Words a report request is made of; they do not count as the content of real work.
+fn is_report_word(w: &str) -> bool {
+    matches!(
+        w,
+        "status"
+            | "progress"
+            | "update"
+            | "updates"
+            | "report"
+            | "summary"
+            | "far"
+            | "along"
+            | "done"
+            | "finished"
+            | "left"
+            | "pending"
+            | "remaining"
+            | "eta"
+            | "git"
+            | "current"
+            | "overall"
+            | "latest"
+            | "quick"
+            | "brief"
+            | "short"
+            | "output"
+            | "results"
+            | "result"
+            | "state"
+            | "work"
+            | "task"
+            | "tasks"
+            | "project"
+            | "things"
+            | "everything"
+            | "me"
+            | "us"
+            | "know"
+            | "where"
+            | "what"
+            | "how"
+            | "when"
+            | "whether"
+            | "completed"
+            | "complete"
+            | "ready"
+            | "happened"
+            | "changed"
+            | "again"
+            | "rundown"
+            | "recap"
+            | "overview"
+            | "news"
+            | "stand"
+            | "stands"
+            | "going"
+            | "doing"
+            | "happening"
+            | "looking"
+            | "now"
+            | "back"
+            | "yet"
+    )
+}
+
+/// Nouns that make "status" part of a thing to build: status code, status bar.
+fn status_compound(w: &str) -> bool {
+    matches!(
+        w,
+        "code"
+            | "codes"
+            | "bar"
+            | "bars"
+            | "line"
+            | "field"
+            | "fields"
+            | "column"
+            | "enum"
+            | "page"
+            | "badge"
+            | "icon"
+            | "indicator"
+            | "message"
+            | "messages"
+            | "text"
+            | "endpoint"
+            | "route"
+            | "handler"
+            | "effect"
+            | "flag"
+            | "value"
+            | "values"
+            | "variable"
+            | "type"
+            | "property"
+            | "attribute"
+            | "label"
+            | "panel"
+            | "widget"
+            | "light"
+            | "cell"
+            | "filter"
+            | "transition"
+            | "transitions"
+            | "machine"
+            | "checks"
+            | "colour"
+            | "color"
+            | "api"
+            | "pill"
+            | "history"
+            | "changes"
+            | "mapping"
+            | "model"
+            | "struct"
+            | "class"
+            | "component"
+            | "emoji"
+            | "dot"
+            | "chip"
+            | "view"
+    )
+}
+
+fn progress_compound(w: &str) -> bool {
+    matches!(
+        w,
+        "bar"
+            | "bars"
+            | "indicator"
+            | "indicators"
+            | "callback"
+            | "callbacks"
+            | "event"
+            | "events"
+            | "spinner"
+            | "handler"
+            | "meter"
+            | "reporting"
+            | "tracking"
+            | "tracker"
+            | "percentage"
+            | "output"
+            | "line"
+            | "hook"
+            | "logging"
+            | "ring"
+            | "view"
+            | "component"
+    )
+}
+
+/// Report requests written as phrases.
+const PHRASES: &[&[&str]] = &[
+    &["so", "far"],
+    &["far", "along"],
+    &["how", "far"],
+    &["where", "are", "we"],
+    &["where", "we", "are"],
+    &["where", "you", "are"],
+    &["where", "things", "stand"],
+    &["where", "do", "we", "stand"],
+    &["where", "we", "stand"],
+    &["where", "does", "it", "stand"],
+    &["where", "is", "it", "at"],
+    &["where", "are", "things"],
+    &["where", "things", "are"],
+    &["how", "is", "it", "going"],
+    &["how", "are", "things"],
+    &["how", "is", "everything"],
+    &["how", "is", "the", "work"],
+    &["how", "are", "we", "doing"],
+    &["how", "is", "it", "looking"],
+    &["how", "does", "it", "look"],
+    &["what", "is", "the", "state"],
+    &["current", "state"],
+    &["state", "of", "things"],
+    &["what", "is", "happening"],
+    &["what", "is", "going", "on"],
+    &["what", "are", "you", "doing"],
+    &["what", "are", "you", "working", "on"],
+    &["what", "is", "new"],
+    &["anything", "new"],
+    &["any", "news"],
+    &["any", "progress"],
+    &["what", "have", "you", "done"],
+    &["what", "did", "you", "do"],
+    &["what", "you", "have", "done"],
+    &["what", "you", "did"],
+    &["what", "have", "you", "changed"],
+    &["what", "did", "you", "change"],
+    &["what", "have", "you", "completed"],
+    &["what", "have", "you", "finished"],
+    &["what", "is", "done"],
+    &["what", "is", "left"],
+    &["what", "is", "remaining"],
+    &["what", "remains"],
+    &["left", "to", "do"],
+    &["still", "pending"],
+    &["what", "is", "pending"],
+    &["anything", "left"],
+    &["how", "much", "longer"],
+    &["how", "long", "until"],
+    &["how", "long", "will"],
+    &["time", "left"],
+    &["remaining", "work"],
+    &["what", "is", "next"],
+    &["what", "next"],
+    &["git", "status"],
+    &["keep", "me", "posted"],
+    &["keep", "me", "updated"],
+    &["keep", "me", "in", "the", "loop"],
+    &["check", "in"],
+    &["touch", "base"],
+    &["eta"],
+];
+
+/// Splits "what's" → what is, "haven't" → have not, "you're" → you are.
+fn expand<'a>(w: &'a str, out: &mut Vec<&'a str>) {
+    let Some((head, tail)) = w.split_once('\'') else {
+        out.push(w);
+        return;
+    };
+    let second = match tail {
+        "s" => "is",
+        "ve" => "have",
+        "re" => "are",
+        "ll" => "will",
+        "d" => "would",
+        "t" => {
+            let base = head.strip_suffix('n').unwrap_or(head);
+            out.push(match base {
+                "wo" => "will",
+                "ca" => "can",
+                b => b,
+            });
+            out.push("not");
+            return;
+        }
+        _ => {
+            out.push(w);
+            return;
+        }
+    };
+    out.push(head);
+    out.push(second);
+}
+
+/// True if the prompt only asks for a report, with a short description.
+pub(crate) fn status_only(w: &Words) -> Option<String> {
+    if w.is_empty() || w.len() > 200 {
+        return None;
+    }
+    // Expanded tokens with the index of the clause each belongs to.
+    let mut toks: Vec<&str> = Vec::with_capacity(w.len() + 4);
+    let mut clause: Vec<usize> = Vec::with_capacity(w.len() + 4);
+    let mut c = 0usize;
+    for i in 0..w.len() {
+        let lw = w.lower(i);
+        if i > 0 && w.toks[i].brk != Break::None {
+            c += 1;
+        }
+        if matches!(lw, "and" | "then" | "but" | "also" | "or") {
+            c += 1;
+            continue;
+        }
+        let before = toks.len();
+        expand(lw, &mut toks);
+        clause.extend(std::iter::repeat_n(c, toks.len() - before));
+    }
+    let t = toks;
+    let signal = report_signal(&t)?;
+    // Any clause that directs work makes the prompt work.
+    let clauses = clause.last().map(|l| l + 1).unwrap_or(0);
+    for ci in 0..clauses {
+        let seg: Vec<&str> = t
+            .iter()
+            .zip(clause.iter())
+            .filter(|(_, c)| **c == ci)
+            .map(|(w, _)| *w)
+            .collect();
+        if directs_work(&seg) {
+            return None;
+        }
+    }
+    Some(signal)
+}
+
+fn report_signal(t: &[&str]) -> Option<String> {
+    for (i, w) in t.iter().enumerate() {
+        let prev = if i > 0 { t[i - 1] } else { "" };
+        let next = t.get(i + 1).copied().unwrap_or("");
+        let found = match *w {
+            "status" => {
+                !status_compound(next)
+                    && !matches!(prev, "http" | "exit" | "return" | "response" | "error")
+            }
+            "progress" => !progress_compound(next) && !matches!(prev, "in" | "work"),
+            "update" | "updates" => {
+                matches!(
+                    prev,
+                    "a" | "an"
+                        | "any"
+                        | "status"
+                        | "progress"
+                        | "quick"
+                        | "brief"
+                        | "latest"
+                        | "some"
+                        | "short"
+                        | "the"
+                        | "your"
+                ) || (t.len() <= 2 && i == 0)
+                    || matches!(next, "on" | "please")
+            }
+            "report" | "recap" | "rundown" | "debrief" => {
+                matches!(
+                    prev,
+                    "progress" | "status" | "a" | "the" | "your" | "quick" | "brief"
+                ) || matches!(next, "back" | "on" | "in")
+                    || t.len() <= 2
+            }
+            "summarize" | "summarise" | "summary" | "overview" => t.iter().any(|x| {
+                matches!(
+                    *x,
+                    "progress"
+                        | "far"
+                        | "done"
+                        | "your"
+                        | "you"
+                        | "status"
+                        | "state"
+                        | "completed"
+                        | "did"
+                        | "happened"
+                )
+            }),
+            "done" | "finished" | "complete" | "completed" | "ready" | "finish" => {
+                matches!(
+                    t.first().copied().unwrap_or(""),
+                    "are" | "is" | "have" | "has" | "did" | "was" | "were" | "all"
+                ) || matches!(next, "yet")
+                    || (t.windows(3).any(|x| x == ["let", "me", "know"]))
+            }
+            _ => false,
+        };
+        if found {
+            return Some(format!("asks for a report (\"{w}\")"));
+        }
+    }
+    for p in PHRASES {
+        if t.windows(p.len()).any(|x| x == *p) {
+            return Some(format!("asks for a report (\"{}\")", p.join(" ")));
+        }
+    }
+    None
+}
+
+/// True if a clause opens with a verb that directs work (not a report verb with nothing
+/// but report words after it).
+fn directs_work(seg: &[&str]) -> bool {
+    let mut j = 0;
+    while j < seg.len() && (words::LEAD_INS.contains(seg[j]) || seg[j] == "not") {
+        j += 1;
+    }
+    let Some(first) = seg.get(j) else {
+        return false;
+    };
+    if !words::is_base_verb(first) {
+        return false;
+    }
+    if !is_report_verb(first) {
+        return true;
+    }
+    let leftover = seg[j + 1..]
+        .iter()
+        .filter(|w| !words::STOPWORDS.contains(w) && !is_report_word(w))
+        .count();
+    leftover >= 2
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::gate::words::tokenize;
+
+    fn status(t: &str) -> bool {
+        status_only(&tokenize(t)).is_some()
+    }
+
+    #[test]
+    fn short_prompts() {
+        for t in [
+            "",
+            " ",
+            "\u{00a0}\u{3000}",
+            "\u{200b}",
+            "...",
+            "?",
+            "k",
+            "🙂👍",
+            "ok thanks!",
+            "1.",
+        ] {
+            assert!(too_short(t).is_some(), "{t:?}");
+        }
+        for t in ["continue", "Run cargo test.", "Fix it"] {
+            assert!(too_short(t).is_none(), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn status_requests_in_many_wordings() {
+        for t in [
+            "status",
+            "check status",
+            "what's the status?",
+            "Give me a quick rundown of where things stand.",
+            "any updates?",
+            "Report back on your progress.",
+            "What are you working on right now?",
+            "How's it going?",
+            "Let me know when you're done.",
+            "run git status and show me the output",
+            "What's left to do?",
+            "Is the task complete?",
+            "What's the ETA?",
+        ] {
+            assert!(status(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn work_that_mentions_status_passes() {
+        for t in [
+            "Status code should be 201 for created resources.",
+            "Add a /status endpoint returning JSON.",
+            "Add a status bar to the TUI that shows the current branch name.",
+            "Check the status code of the upload response and retry on 503.",
+            "Run git status, then commit the staged changes.",
+            "Show progress while downloading models.",
+            "Add a progress bar to the upload dialog.",
+            "Fix the failing test and give me a progress update at the end.",
+        ] {
+            assert!(!status(t), "{t}");
+        }
+    }
+}

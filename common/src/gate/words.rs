@@ -1,0 +1,560 @@
+//! Word-level helpers shared by the gate's rules: a prose tokenizer that keeps byte offsets
+//! and clause boundaries, verb forms (base, -s, -ing, past) against a lexicon of the verbs
+//! that appear in development instructions, and the small word lists several rules share.
+//! Command parsing lives in `shell`; what each rule concludes from words lives in the rule.
+
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::OnceLock;
+
+/// What separates a token from the one before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Break {
+    /// Only whitespace (or nothing).
+    None,
+    /// A comma, bracket or dash: a phrase boundary inside a clause.
+    Soft,
+    /// A sentence or clause end: `.`, `!`, `?`, `;`, `:`, a newline, `&&`, `|`.
+    Hard,
+}
+
+/// One token of prose, with its place in the source text.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Tok {
+    /// Byte range in the source text.
+    pub start: u32,
+    pub end: u32,
+    lo_start: u32,
+    lo_end: u32,
+    /// The boundary between the previous token and this one.
+    pub brk: Break,
+    /// At least two letters, all upper case (`DELETE`, `TOML`).
+    pub upper: bool,
+}
+
+/// A tokenized text: tokens plus their lower-cased forms in one buffer.
+#[derive(Debug, Default)]
+pub(crate) struct Words {
+    buf: String,
+    pub toks: Vec<Tok>,
+}
+
+impl Words {
+    /// Lower-cased text of token `i`.
+    pub fn lower(&self, i: usize) -> &str {
+        self.toks
+            .get(i)
+            .and_then(|t| self.buf.get(t.lo_start as usize..t.lo_end as usize))
+            .unwrap_or("")
+    }
+
+    pub fn len(&self) -> usize {
+        self.toks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.toks.is_empty()
+    }
+
+    /// Index of the first token of the clause holding token `i` (at most [`MAX_CLAUSE`]
+    /// tokens back, so that text without punctuation stays linear).
+    pub fn clause_start(&self, i: usize) -> usize {
+        let mut k = i.min(self.toks.len().saturating_sub(1));
+        let stop = k.saturating_sub(MAX_CLAUSE);
+        while k > stop && self.toks[k].brk != Break::Hard && !is_clause_word(self.lower(k)) {
+            k -= 1;
+        }
+        k
+    }
+
+    /// Index one past the last token of the clause holding token `i` (at most
+    /// [`MAX_CLAUSE`] tokens on).
+    pub fn clause_end(&self, i: usize) -> usize {
+        let mut k = i + 1;
+        let stop = (i + MAX_CLAUSE).min(self.toks.len());
+        while k < stop && self.toks[k].brk != Break::Hard && !is_clause_word(self.lower(k)) {
+            k += 1;
+        }
+        k
+    }
+
+    /// Index of the first token whose byte range ends after `pos`.
+    pub fn token_at(&self, pos: usize) -> usize {
+        self.toks.partition_point(|t| (t.end as usize) <= pos)
+    }
+}
+
+/// The longest clause the rules look at, in tokens.
+pub(crate) const MAX_CLAUSE: usize = 64;
+
+/// Words that open a new clause even without punctuation ("…, then push").
+fn is_clause_word(w: &str) -> bool {
+    matches!(w, "then" | "afterwards" | "afterward" | "next" | "finally")
+}
+
+fn is_sep_char(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            ',' | ';'
+                | '!'
+                | '?'
+                | '('
+                | ')'
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '"'
+                | '`'
+                | '*'
+                | '|'
+                | '&'
+                | '“'
+                | '”'
+                | '‘'
+                | '—'
+                | '–'
+                | '…'
+        )
+}
+
+/// Splits prose into tokens. Hyphenated words stay whole ("in-memory", "force-push"; rules
+/// split them where they need the parts); trailing punctuation becomes a boundary. Runs in
+/// one pass over the text.
+pub(crate) fn tokenize(text: &str) -> Words {
+    let mut w = Words {
+        buf: String::with_capacity(text.len().min(1 << 20)),
+        toks: Vec::with_capacity(text.len() / 5 + 1),
+    };
+    let mut pending = Break::None;
+    let mut pos = 0usize;
+    while pos < text.len() {
+        let Some(c) = text[pos..].chars().next() else {
+            break;
+        };
+        if is_sep_char(c) {
+            let b = match c {
+                '\n' | ';' | '!' | '?' | '|' | '&' => Break::Hard,
+                ',' | '(' | ')' | '[' | ']' | '{' | '}' | '—' | '–' => Break::Soft,
+                _ => Break::None,
+            };
+            pending = stronger(pending, b);
+            pos += c.len_utf8();
+            continue;
+        }
+        // A token runs to the next separator.
+        let start = pos;
+        let mut end = pos;
+        for (off, ch) in text[pos..].char_indices() {
+            if is_sep_char(ch) {
+                break;
+            }
+            end = pos + off + ch.len_utf8();
+        }
+        pos = end;
+        // Trim punctuation that belongs to the sentence, not the word.
+        let mut s = start;
+        let mut e = end;
+        let mut trail_break = Break::None;
+        while e > s {
+            let last = text[s..e].chars().next_back().unwrap_or(' ');
+            if matches!(last, '.' | ':') {
+                // "..", "./", "../" and "lib.rs" keep their dots; a final one ends the sentence.
+                let word = &text[s..e];
+                if word == "." || word == ".." {
+                    break;
+                }
+                trail_break = Break::Hard;
+                e -= 1;
+            } else if matches!(last, '\'' | '’' | '>' | '=' | '<') && !text[s..e].contains('/') {
+                e -= last.len_utf8();
+            } else {
+                break;
+            }
+        }
+        while s < e {
+            let first = text[s..e].chars().next().unwrap_or(' ');
+            if matches!(first, '\'' | '’' | ':' | '<' | '>' | '=') {
+                s += first.len_utf8();
+            } else {
+                break;
+            }
+        }
+        if s < e {
+            push_tok(&mut w, text, s, e, pending);
+            pending = Break::None;
+        }
+        pending = stronger(pending, trail_break);
+    }
+    w
+}
+
+fn stronger(a: Break, b: Break) -> Break {
+    match (a, b) {
+        (Break::Hard, _) | (_, Break::Hard) => Break::Hard,
+        (Break::Soft, _) | (_, Break::Soft) => Break::Soft,
+        _ => Break::None,
+    }
+}
+
+fn push_tok(w: &mut Words, text: &str, s: usize, e: usize, brk: Break) {
+    let raw = &text[s..e];
+    let lo_start = w.buf.len() as u32;
+    let mut letters = 0usize;
+    let mut uppers = 0usize;
+    for ch in raw.chars() {
+        if ch.is_alphabetic() {
+            letters += 1;
+            if ch.is_uppercase() {
+                uppers += 1;
+            }
+        }
+        match ch {
+            '’' => w.buf.push('\''),
+            c if c.is_ascii() => w.buf.push(c.to_ascii_lowercase()),
+            c => w.buf.extend(c.to_lowercase()),
+        }
+    }
+    w.toks.push(Tok {
+        start: s as u32,
+        end: e as u32,
+        lo_start,
+        lo_end: w.buf.len() as u32,
+        brk,
+        upper: letters >= 2 && uppers == letters,
+    });
+}
+
+/// A fixed set of words, written as one whitespace-separated string and hashed on first use.
+pub(crate) struct WordSet {
+    src: &'static str,
+    set: OnceLock<HashSet<&'static str, BuildHasherDefault<Fnv>>>,
+}
+
+impl WordSet {
+    pub const fn new(src: &'static str) -> Self {
+        WordSet {
+            src,
+            set: OnceLock::new(),
+        }
+    }
+
+    fn set(&self) -> &HashSet<&'static str, BuildHasherDefault<Fnv>> {
+        self.set
+            .get_or_init(|| self.src.split_whitespace().collect())
+    }
+
+    /// The set's own copy of `w`, if present.
+    pub fn get(&self, w: &str) -> Option<&'static str> {
+        self.set().get(w).copied()
+    }
+
+    pub fn contains(&self, w: &str) -> bool {
+        self.set().contains(w)
+    }
+}
+
+/// FNV-1a: a fast hasher for short keys (word sets are fixed, so no DoS concern).
+#[derive(Default)]
+pub(crate) struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+/// How a verb is inflected in a text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    Base,
+    /// Third person: "deletes".
+    S,
+    /// "deleting".
+    Ing,
+    /// "deleted", "wrote".
+    Past,
+}
+
+/// Base-form verbs that show up in development instructions.
+pub(crate) static VERBS: WordSet = WordSet::new(
+    "\
+    obliterate annihilate ditch scrap decommission deprovision overwrite clobber repartition \
+    shred scrub lose blow take bring shut revert implement wrap complete put place \
+    stream persist paginate memoize index sort retry hold
+    accept add address adjust allow annotate apply archive ask assert assign attach audit \
+    avoid backfill benchmark bind block bootstrap break build bump bundle cache calculate \
+    call cancel capture catch change check clamp clarify clean clear clone close collapse \
+    collect combine comment commit compare compile compress compute configure confirm \
+    connect consolidate continue convert copy correct cover create debug declare decouple \
+    dedupe deduplicate define delete deploy deprecate describe destroy detach detect \
+    diagnose disable discard display document double downgrade drain draft drop dump edit \
+    eliminate embed emit empty enable encode encrypt enforce ensure erase escape evaluate \
+    exclude execute expand expire explain export expose extend extract factor fetch fill \
+    filter find finish fix flag flatten flush fold follow force format forward freeze \
+    generate get give group guard handle harden hash hide highlight hook identify ignore \
+    implement import improve include increase indent index initialize inject inline insert \
+    inspect install instrument integrate introduce invalidate investigate invoke isolate \
+    join keep kill label launch limit link lint list load localize lock log look lower make \
+    map mark mask match measure memoize merge migrate mirror mock modify monitor mount move \
+    mute name normalize notify nuke omit open optimize order organize output override pad \
+    paginate parallelize parameterize parse pass patch persist pick pin pipe plug point \
+    poll polish populate port post precompute prefer prefix prepare prepend preserve \
+    prevent print proceed process profile promote propagate protect provide prune publish \
+    pull purge push query queue raise rate read rebase rebuild reconnect record recover \
+    redact redirect reduce refactor refresh reformat register reindex reject release reload \
+    relocate remove rename render reorder reorganize repair repeat replace report reproduce \
+    request require rerun reset resize resolve respond restart restore restrict restructure \
+    resume retain retry return reuse reveal reverse revert review revoke rewrite roll \
+    rotate round route run sanitize save scaffold scale scan schedule scope search secure \
+    seed select send separate serialize serve set setup shard share shift ship shorten show \
+    shrink silence simplify skip slice snapshot sort spawn specify speed split squash \
+    stabilize stage standardize start stash stop store stream strip stub style submit \
+    substitute subtract summarize support suppress surface swap switch sync tag tear \
+    terminate test throttle throw tidy tighten toggle trace track translate trash trigger \
+    trim truncate try tune turn tweak type unblock uncomment undo unify uninstall unlock \
+    unpin unset unwrap update upgrade upload upsert use validate vendor verify wait walk \
+    warn watch widen wipe wire wrap write zap",
+);
+
+/// Irregular past forms and participles → base form.
+fn irregular_past(w: &str) -> Option<&'static str> {
+    Some(match w {
+        "began" | "begun" => "begin",
+        "bound" => "bind",
+        "broke" | "broken" => "break",
+        "brought" => "bring",
+        "built" => "build",
+        "chose" => "choose",
+        "came" => "come",
+        "did" | "done" => "do",
+        "drew" => "draw",
+        "found" => "find",
+        "froze" | "frozen" => "freeze",
+        "got" | "gotten" => "get",
+        "gave" | "given" => "give",
+        "gone" | "went" => "go",
+        "hid" | "hidden" => "hide",
+        "held" => "hold",
+        "kept" => "keep",
+        "knew" => "know",
+        "led" => "lead",
+        "left" => "leave",
+        "lost" => "lose",
+        "made" => "make",
+        "overridden" | "overrode" => "override",
+        "rebuilt" => "rebuild",
+        "redid" => "redo",
+        "rewritten" | "rewrote" => "rewrite",
+        "ran" => "run",
+        "said" => "say",
+        "sent" => "send",
+        "shown" => "show",
+        "sped" => "speed",
+        "spent" => "spend",
+        "stuck" => "stick",
+        "taken" | "took" => "take",
+        "taught" => "teach",
+        "tore" | "torn" => "tear",
+        "told" => "tell",
+        "thought" => "think",
+        "threw" | "thrown" => "throw",
+        "undid" | "undone" => "undo",
+        "wrote" | "written" => "write",
+        _ => return None,
+    })
+}
+
+/// The lexicon entry equal to `cand`, if any.
+fn lookup(cand: &str) -> Option<&'static str> {
+    VERBS.get(cand)
+}
+
+/// Looks `stem` (+ optional suffix) up without allocating for short words.
+fn lookup_with(stem: &str, suffix: &str) -> Option<&'static str> {
+    let mut buf = [0u8; 48];
+    let n = stem.len() + suffix.len();
+    if n > buf.len() || n == 0 {
+        return None;
+    }
+    buf[..stem.len()].copy_from_slice(stem.as_bytes());
+    buf[stem.len()..n].copy_from_slice(suffix.as_bytes());
+    std::str::from_utf8(&buf[..n]).ok().and_then(lookup)
+}
+
+/// Stem candidates for a suffixed form: "stopping" → "stop", "making" → "make", "fixes" → "fix".
+fn stem_lookup(stem: &str) -> Option<&'static str> {
+    if stem.len() < 2 {
+        return None;
+    }
+    if let Some(v) = lookup(stem) {
+        return Some(v);
+    }
+    if let Some(v) = lookup_with(stem, "e") {
+        return Some(v);
+    }
+    let b = stem.as_bytes();
+    let n = b.len();
+    if n >= 3 && b[n - 1] == b[n - 2] {
+        if let Some(v) = lookup(&stem[..n - 1]) {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// The base form and inflection of `w` (lower case) if it is a verb of the lexicon.
+pub(crate) fn verb(w: &str) -> Option<(&'static str, Form)> {
+    if w.len() < 2 || w.len() > 40 || !w.is_ascii() {
+        return None;
+    }
+    if let Some(v) = lookup(w) {
+        return Some((v, Form::Base));
+    }
+    if let Some(base) = irregular_past(w) {
+        return Some((base, Form::Past));
+    }
+    if let Some(stem) = w.strip_suffix("ing") {
+        return stem_lookup(stem).map(|v| (v, Form::Ing));
+    }
+    if let Some(stem) = w.strip_suffix("ied") {
+        return lookup_with(stem, "y").map(|v| (v, Form::Past));
+    }
+    if let Some(stem) = w.strip_suffix("ed") {
+        return stem_lookup(stem)
+            .or_else(|| lookup_with(stem, ""))
+            .map(|v| (v, Form::Past));
+    }
+    if let Some(stem) = w.strip_suffix("ies") {
+        return lookup_with(stem, "y").map(|v| (v, Form::S));
+    }
+    if let Some(stem) = w.strip_suffix("es") {
+        if let Some(v) = lookup(stem).or_else(|| lookup_with(stem, "e")) {
+            return Some((v, Form::S));
+        }
+    }
+    if let Some(stem) = w.strip_suffix('s') {
+        return lookup(stem).map(|v| (v, Form::S));
+    }
+    None
+}
+
+/// True for an inflected form (-s, -ing, past) of a lexicon verb. Cheaper than [`verb`]
+/// when the base form does not matter.
+pub(crate) fn is_inflected_verb(w: &str) -> bool {
+    let suffixed = w.ends_with('s') || w.ends_with("ed") || w.ends_with("ing");
+    if suffixed {
+        matches!(verb(w), Some((_, Form::S | Form::Ing | Form::Past)))
+    } else {
+        irregular_past(w).is_some()
+    }
+}
+
+/// True for the base form of a lexicon verb.
+pub(crate) fn is_base_verb(w: &str) -> bool {
+    VERBS.contains(w)
+}
+
+/// Words that carry no content: articles, pronouns, auxiliaries, politeness and glue.
+pub(crate) static STOPWORDS: WordSet = WordSet::new(
+    "\
+    a an the this that these those it its it's they them their there we us our you your i \
+    me my he she is are was were be been being am do does did don't doesn't have has had \
+    will would should could can may might must shall to of in on at by for from with \
+    without into onto over under about as and or but nor so if then than when once while \
+    where which who what why how all any each every some only just also too very please now \
+    again more most once more yet still already not no own same other another such via \
+    using use up out off down around after before until through per including include \
+    covering ok okay sure instead here make let let's try go ahead one everything except \
+    otherwise doesn't isn't they're you're we're",
+);
+
+/// Determiners and quantifiers that may open a noun phrase.
+pub(crate) static DETERMINERS: WordSet = WordSet::new(
+    "\
+    a an the this that these those my our your their its his her some any each every all \
+    both entire whole of",
+);
+
+/// Words that end a noun phrase: prepositions, conjunctions, relative pronouns, auxiliaries.
+pub(crate) static PHRASE_ENDS: WordSet = WordSet::new(
+    "\
+    in on at from to into onto for with without by via and or but so then that which who \
+    whose where when if because before after until unless while once as using under inside \
+    between except older newer than across over is are was were will should must can",
+);
+
+/// Openers that may precede an imperative verb without changing it: "please", "now",
+/// "then", "can you", "go ahead and".
+pub(crate) static LEAD_INS: WordSet = WordSet::new(
+    "\
+    please now then next also just first firstly second finally and ok okay so can could \
+    would will you go ahead let's lets let us once more again quickly carefully simply \
+    immediately right definitely actually still instead alright great good thanks thank \
+    cool nice perfect hey kindly try to need we i want should must",
+);
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verb_forms_resolve_to_their_base() {
+        assert_eq!(verb("fixed"), Some(("fix", Form::Past)));
+        assert_eq!(verb("added"), Some(("add", Form::Past)));
+        assert_eq!(verb("updated"), Some(("update", Form::Past)));
+        assert_eq!(verb("committed"), Some(("commit", Form::Past)));
+        assert_eq!(verb("tried"), Some(("try", Form::Past)));
+        assert_eq!(verb("wrote"), Some(("write", Form::Past)));
+        assert_eq!(verb("deleting"), Some(("delete", Form::Ing)));
+        assert_eq!(verb("stopping"), Some(("stop", Form::Ing)));
+        assert_eq!(verb("wipes"), Some(("wipe", Form::S)));
+        assert_eq!(verb("fixes"), Some(("fix", Form::S)));
+        assert_eq!(verb("add"), Some(("add", Form::Base)));
+        assert_eq!(verb("unused"), None);
+        assert_eq!(verb("status"), None);
+    }
+
+    #[test]
+    fn tokenizer_keeps_paths_and_hyphens() {
+        let w = tokenize("Force-push src/runner.rs to main. Then --dry-run, ok?");
+        let toks: Vec<&str> = (0..w.len()).map(|i| w.lower(i)).collect();
+        assert_eq!(
+            toks,
+            [
+                "force-push",
+                "src/runner.rs",
+                "to",
+                "main",
+                "then",
+                "--dry-run",
+                "ok"
+            ]
+        );
+        assert_eq!(w.toks[4].brk, Break::Hard);
+        assert_eq!(w.toks[6].brk, Break::Soft);
+    }
+
+    #[test]
+    fn tokenizer_keeps_leading_slash_and_marks_case() {
+        let w = tokenize("Add a /status endpoint for TOML");
+        assert_eq!(w.lower(2), "/status");
+        assert!(w.toks[5].upper);
+        assert!(!w.toks[0].upper);
+    }
+}
