@@ -281,6 +281,30 @@ fn operator_commands_around_a_live_session() {
     let follow = fleet.ctl(&["logs", "-f", &id]);
     assert_eq!(follow.code, 1, "{follow:?}");
     assert!(follow.stdout.contains("session ended"), "{follow:?}");
+
+    // A stopped session picks up where it left off with --resume, for N more turns.
+    let before = turns(&fleet.show(&id)).len();
+    let resumed = fleet.ctl(&[
+        "drive",
+        "mac2",
+        &fleet.pane,
+        "--resume",
+        &id,
+        "--turns",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    assert_eq!(resumed.json()["id"], id.as_str(), "the same session");
+    let show = fleet.wait_status(&id, Duration::from_secs(30), |s| s == "done");
+    let after = turns(&show);
+    assert_eq!(after.len(), before + 2, "{show:#}");
+    let received = fleet.received();
+    assert_eq!(
+        received.iter().collect::<HashSet<_>>().len(),
+        received.len(),
+        "no prompt twice"
+    );
 }
 
 fn plan(fleet: &Fleet, steps: &[&str]) -> String {
