@@ -1196,8 +1196,12 @@ impl SessionTask {
             (PaneState::Unknown, t) => t,
             _ => 0,
         };
+        // The pane turned busy, or changed into something other than our prompt still
+        // sitting in the box (a capture taken mid-injection shows exactly that).
         if d.state == PaneState::Working
-            || (rec.awaiting_busy && snap.stable_hash != rec.inject_hash)
+            || (rec.awaiting_busy
+                && snap.stable_hash != rec.inject_hash
+                && d.state != PaneState::Draft)
         {
             rec.awaiting_busy = false;
         }
@@ -1249,6 +1253,11 @@ impl SessionTask {
                     );
                 }
                 self.fire(rec, live, &snap, &d).await;
+            }
+            Decision::Recheck(why) => {
+                tracing::debug!(target: "coord.engine", session = %rec.id, why, "rechecking shortly");
+                live.recheck_at_ms = now + 750;
+                self.save(rec);
             }
             Decision::ResendEnter => {
                 rec.enter_resent = true;

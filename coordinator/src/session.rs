@@ -90,6 +90,9 @@ pub struct Limits {
     pub unknown_escalate_ms: u64,
     pub task_stuck_turns: u32,
     pub settle_ms: u32,
+    /// How long after typing a screen showing our own prompt in the box may be a
+    /// capture taken mid-injection (before Enter landed) rather than a lost Enter.
+    pub draft_grace_ms: u64,
 }
 
 impl Default for Limits {
@@ -101,6 +104,7 @@ impl Default for Limits {
             unknown_escalate_ms: 5 * 60 * 1000,
             task_stuck_turns: 8,
             settle_ms: 1500,
+            draft_grace_ms: 3000,
         }
     }
 }
@@ -302,6 +306,8 @@ pub enum Decision {
     Fire,
     /// Our own prompt sits unsent in the box: press Enter once.
     ResendEnter,
+    /// Look again with a fresh capture shortly (the screen may predate our Enter).
+    Recheck(&'static str),
     /// Answer a permission prompt (true = approve).
     Permission { approve: bool, why: String },
     /// Stop acting and tell the operator.
@@ -368,7 +374,12 @@ pub fn decide(s: &SessionRecord, f: &SnapshotFacts<'_>, limits: &Limits) -> Deci
             let is_ours = !ours.is_empty()
                 && !draft.is_empty()
                 && (ours.starts_with(draft) || draft.starts_with(first_line(ours)));
-            if s.awaiting_busy && is_ours && !s.enter_resent {
+            let since_typed = f
+                .now_ms
+                .saturating_sub(s.inject_times_ms.last().copied().unwrap_or(0));
+            if is_ours && since_typed < limits.draft_grace_ms {
+                Decision::Recheck("our prompt may still be landing")
+            } else if s.awaiting_busy && is_ours && !s.enter_resent {
                 Decision::ResendEnter
             } else if is_ours {
                 Decision::Escalate("our prompt is stuck unsent in the input box".into())
@@ -563,6 +574,13 @@ mod tests {
         s.awaiting_busy = true;
         let mut d = det(PaneState::Draft);
         d.draft = Some("Add a health endpoint".into());
+        // Right after typing, the screen may predate the Enter: look again first.
+        s.inject_times_ms = vec![1_000_000 - 500];
+        assert!(matches!(
+            decide(&s, &facts(&d, "h"), &l),
+            Decision::Recheck(_)
+        ));
+        s.inject_times_ms = vec![1_000_000 - 10_000];
         assert_eq!(decide(&s, &facts(&d, "h"), &l), Decision::ResendEnter);
         s.enter_resent = true;
         assert!(matches!(
