@@ -346,10 +346,12 @@ pub fn wait_agent(
 /// `karl-standin` in one pane, a coordinator (fast settle, generous rate limit, no
 /// model unless `model_url` is given) and an agent for machine `mac2`.
 pub struct Fleet {
-    pub scratch: Scratch,
-    pub tmux: TmuxServer,
-    pub coord: Coord,
+    // Fields drop in order: the agent (and its tmux control clients) and the
+    // coordinator go before the tmux server is killed and the scratch dir removed.
     pub agent: Proc,
+    pub coord: Coord,
+    pub tmux: TmuxServer,
+    pub scratch: Scratch,
     pub pane: String,
     pub standin_log: PathBuf,
     pub config: PathBuf,
@@ -373,6 +375,17 @@ impl Fleet {
 
     /// Like [`Fleet::start`], with a stand-in script (JSON) written to the scratch dir.
     pub fn start_with(script: Option<&str>, standin_args: &[&str], coord_args: &[&str]) -> Fleet {
+        Self::start_opts(script, standin_args, coord_args, false)
+    }
+
+    /// `shell_after`: the pane runs an interactive shell once the stand-in exits, as a
+    /// developer's pane does when the agent CLI was started from a shell.
+    pub fn start_opts(
+        script: Option<&str>,
+        standin_args: &[&str],
+        coord_args: &[&str],
+        shell_after: bool,
+    ) -> Fleet {
         let scratch = Scratch::new();
         let tmux = TmuxServer::new();
         let standin_log = scratch.path("standin.log");
@@ -388,12 +401,50 @@ impl Fleet {
             cmd.push(path.display().to_string());
         }
         cmd.extend(standin_args.iter().map(|s| s.to_string()));
-        let cmdline = cmd
+        let mut cmdline = cmd
             .iter()
             .map(|a| shell_quote(a))
             .collect::<Vec<_>>()
             .join(" ");
+        if shell_after {
+            cmdline = format!("{cmdline}; PS1='dev@mac2 proj $ ' exec bash --norc --noprofile -i");
+        }
         let pane = tmux.new_session("work", 120, 40, &cmdline);
+        let fleet = Self::launch(scratch, tmux, pane, standin_log, coord_args);
+        // The stand-in's first screen.
+        wait_for(Duration::from_secs(10), || {
+            fleet.tmux.capture(&fleet.pane).contains('❯').then_some(())
+        })
+        .expect("stand-in did not draw its input box");
+        fleet
+    }
+
+    /// A fleet whose pane runs `cmdline` (a shell command line, e.g. a real coding-agent
+    /// CLI with its environment) in a `width`×`height` pane, in `scratch` prepared by the
+    /// caller. It returns once the agent is connected, without waiting for the pane to
+    /// draw anything; `standin_log` is unused.
+    pub fn start_command(
+        scratch: Scratch,
+        cmdline: &str,
+        width: u16,
+        height: u16,
+        coord_args: &[&str],
+    ) -> Fleet {
+        let tmux = TmuxServer::new();
+        let standin_log = scratch.path("standin.log");
+        let pane = tmux.new_session("work", width, height, cmdline);
+        Self::launch(scratch, tmux, pane, standin_log, coord_args)
+    }
+
+    /// Coordinator (test config, no model unless `coord_args` names one) and agent for
+    /// machine `mac2`, around an already started pane.
+    fn launch(
+        scratch: Scratch,
+        tmux: TmuxServer,
+        pane: String,
+        standin_log: PathBuf,
+        coord_args: &[&str],
+    ) -> Fleet {
         let config = scratch.path("karl-coord.toml");
         std::fs::write(&config, TEST_COORD_CONFIG).unwrap_or_else(|e| panic!("write config: {e}"));
         let mut args: Vec<&str> = vec!["--config", config.to_str().unwrap_or_default()];
@@ -406,11 +457,6 @@ impl Fleet {
         let agent = start_agent(&scratch, &coord.url(), "mac2", None, &tmux.socket);
         wait_agent(&scratch, &coord, "mac2", Duration::from_secs(15))
             .expect("agent did not connect");
-        // The stand-in's first screen.
-        wait_for(Duration::from_secs(10), || {
-            tmux.capture(&pane).contains('❯').then_some(())
-        })
-        .expect("stand-in did not draw its input box");
         Fleet {
             scratch,
             tmux,

@@ -1,12 +1,15 @@
 //! KARL's end-to-end test support: helpers and test binaries.
 //!
 //! Layout:
+//! - [`anthropic_stub`]: a scripted Anthropic-Messages-compatible server, so the real
+//!   Claude Code CLI runs offline in the compatibility tests.
 //! - [`harness`]: real processes for end-to-end tests (private tmux servers, the
 //!   coordinator and agents on loopback, karl-ctl runs, polling with deadlines).
 //! - [`standin`]: `karl-standin`, a stand-in coding agent whose screens follow Claude
 //!   Code's, driven by a script file; plus its tmux test harness.
 //! - [`stub_model`]: `karl-stub-model`, a scripted OpenAI-compatible model server.
 
+pub mod anthropic_stub;
 pub mod harness;
 pub mod standin;
 pub mod stub_model;

@@ -1,0 +1,682 @@
+//! Compatibility tier: KARL (real karl-coord, karl-agent and karl-ctl processes) driving
+//! the real Claude Code CLI in a real tmux pane, the CLI talking to the scripted
+//! Anthropic stub instead of the vendor's API.
+//!
+//! The CLI is pinned to [`CLAUDE_CODE_VERSION`], the version the pane fixtures were
+//! captured from; `.ci/run` installs it with npm into
+//! `${XDG_CACHE_HOME:-~/.cache}/karl/claude-code-<version>` and exports
+//! `KARL_CLAUDE_BIN`. Without it each test says it is skipping and returns — except
+//! under `CI=true` or with a `KARL_CLAUDE_BIN` that does not run, where a missing CLI
+//! fails the test.
+//!
+//! Each test gets a private HOME whose `~/.claude.json` pre-accepts (or, for the dialog
+//! tests, leaves open) onboarding, folder trust and the custom API key, and a pane
+//! environment that keeps the CLI offline: `ANTHROPIC_BASE_URL` at the stub, telemetry,
+//! non-essential traffic and the auto-updater off, and every other connection sent to
+//! a closed proxy port (so the first-run connectivity check fails the same way with or
+//! without network). The pane runs `sh -c 'claude; exec bash --norc -i'`, so a CLI that
+//! exits leaves a shell prompt, as it does for a developer.
+//!
+//! Observed with 2.1.197 against the stub: on start the CLI sends only a `HEAD /` probe;
+//! each typed prompt produces one streamed turn request (tools offered, the whole
+//! conversation resent) and, for the first prompt, a tool-less title request; a
+//! denied tool call sends nothing until the next prompt, which carries the refusal as
+//! an `is_error` tool result; with the API key or folder trust not accepted the CLI
+//! shows its dialog and waits; a first run (onboarding not done) without the key
+//! approved checks connectivity to api.anthropic.com and exits.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use karl_tests::anthropic_stub::{AnthropicStub, Reply, Script};
+use karl_tests::harness::{shell_quote, tail, wait_for, Fleet, Scratch};
+
+/// The Claude Code release the tier runs against (keep in step with `.ci/run`).
+const CLAUDE_CODE_VERSION: &str = "2.1.197";
+
+/// A fake key in the API's format; the CLI approves keys by their last 20 characters.
+const API_KEY: &str = "sk-ant-api03-karl-compat-test-0123456789abcdefghij";
+
+/// Where `.ci/run` installs the pinned CLI.
+fn cached_cli() -> Option<PathBuf> {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(
+        cache
+            .join("karl")
+            .join(format!("claude-code-{CLAUDE_CODE_VERSION}"))
+            .join("node_modules/.bin/claude"),
+    )
+}
+
+/// `claude --version` starts with the pinned version.
+fn runs_pinned(bin: &Path) -> bool {
+    Command::new(bin)
+        .arg("--version")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .output()
+        .map(|o| {
+            o.status.success()
+                && String::from_utf8_lossy(&o.stdout)
+                    .starts_with(&format!("{CLAUDE_CODE_VERSION} "))
+        })
+        .unwrap_or(false)
+}
+
+/// The CLI to test, or `None` (after saying so) when the tier must skip.
+fn claude_cli(test: &str) -> Option<PathBuf> {
+    if let Some(explicit) = std::env::var_os("KARL_CLAUDE_BIN").filter(|v| !v.is_empty()) {
+        let bin = PathBuf::from(explicit);
+        assert!(
+            runs_pinned(&bin),
+            "KARL_CLAUDE_BIN={} does not run Claude Code {CLAUDE_CODE_VERSION}",
+            bin.display()
+        );
+        return Some(bin);
+    }
+    if let Some(bin) = cached_cli().filter(|b| runs_pinned(b)) {
+        return Some(bin);
+    }
+    let how = format!(
+        "run .ci/run, or: npm install --prefix ~/.cache/karl/claude-code-{CLAUDE_CODE_VERSION} \
+         @anthropic-ai/claude-code@{CLAUDE_CODE_VERSION} (or set KARL_CLAUDE_BIN)"
+    );
+    assert!(
+        std::env::var("CI").map(|v| v != "true").unwrap_or(true),
+        "{test}: Claude Code CLI not installed under CI ({how})"
+    );
+    eprintln!("{test}: skipping: Claude Code CLI not installed ({how})");
+    None
+}
+
+/// What the CLI's `~/.claude.json` already accepts.
+#[derive(Clone, Copy)]
+struct Accepted {
+    onboarding: bool,
+    trust: bool,
+    api_key: bool,
+}
+
+const ALL: Accepted = Accepted {
+    onboarding: true,
+    trust: true,
+    api_key: true,
+};
+
+/// The real CLI in a pane of a KARL fleet, with its stub.
+struct Claude {
+    fleet: Fleet,
+    stub: AnthropicStub,
+    project: PathBuf,
+}
+
+impl Claude {
+    fn start(cli: &Path, script: Script, accepted: Accepted) -> Claude {
+        let stub = AnthropicStub::start(script).unwrap();
+        let scratch = Scratch::new();
+        let home = scratch.path("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let project = scratch.path("proj");
+        std::fs::create_dir_all(&project).unwrap();
+        // The CLI keys folder trust by its canonical cwd.
+        let project = project.canonicalize().unwrap();
+        let mut config = serde_json::json!({});
+        if accepted.onboarding {
+            config["hasCompletedOnboarding"] = true.into();
+        }
+        if accepted.trust {
+            config["projects"] = serde_json::json!({
+                project.display().to_string(): {"hasTrustDialogAccepted": true}
+            });
+        }
+        if accepted.api_key {
+            config["customApiKeyResponses"] = serde_json::json!({
+                "approved": [&API_KEY[API_KEY.len() - 20..]], "rejected": []
+            });
+        }
+        std::fs::write(home.join(".claude.json"), config.to_string()).unwrap();
+
+        let path = std::env::var("PATH").unwrap_or_default();
+        let env: Vec<(&str, String)> = vec![
+            ("PATH", path),
+            ("HOME", home.display().to_string()),
+            ("LANG", "C.UTF-8".into()),
+            ("ANTHROPIC_BASE_URL", stub.base_url()),
+            ("ANTHROPIC_API_KEY", API_KEY.into()),
+            ("DISABLE_TELEMETRY", "1".into()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+            ("DISABLE_AUTOUPDATER", "1".into()),
+            // One retry, so an API error ends its turn in about a second.
+            ("CLAUDE_CODE_MAX_RETRIES", "1".into()),
+            ("HTTPS_PROXY", "http://127.0.0.1:9".into()),
+            ("HTTP_PROXY", "http://127.0.0.1:9".into()),
+            ("NO_PROXY", "127.0.0.1,localhost".into()),
+        ];
+        let inner = format!(
+            "{}; exec bash --norc -i",
+            shell_quote(&cli.display().to_string())
+        );
+        let mut cmdline = format!(
+            "cd {} && exec env -i TERM=\"$TERM\"",
+            shell_quote(&project.display().to_string())
+        );
+        for (k, v) in &env {
+            cmdline.push_str(&format!(" {k}={}", shell_quote(v)));
+        }
+        cmdline.push_str(&format!(" sh -c {}", shell_quote(&inner)));
+        let fleet = Fleet::start_command(scratch, &cmdline, 120, 40, &[]);
+        Claude {
+            fleet,
+            stub,
+            project,
+        }
+    }
+
+    /// Starts with everything accepted and waits for the empty input box.
+    fn ready(cli: &Path, script: Script) -> Claude {
+        let c = Claude::start(cli, script, ALL);
+        c.wait_screen(Duration::from_secs(30), "the empty input box", |s| {
+            s.contains("? for shortcuts") && has_line(s, "❯")
+        });
+        c
+    }
+
+    fn screen(&self) -> String {
+        self.fleet.tmux.capture(&self.fleet.pane)
+    }
+
+    fn wait_screen(&self, timeout: Duration, what: &str, pred: impl Fn(&str) -> bool) {
+        let mut last = String::new();
+        let ok = wait_for(timeout, || {
+            last = self.screen();
+            pred(&last).then_some(())
+        });
+        assert!(
+            ok.is_some(),
+            "the pane never showed {what}; screen:\n{last}"
+        );
+    }
+
+    fn plan(&self, steps: &[&str]) -> String {
+        let path = self.fleet.scratch.path("plan.txt");
+        std::fs::write(&path, steps.join("\n") + "\n").unwrap();
+        path.display().to_string()
+    }
+
+    /// What a failure message needs: the pane now, what reached the stub, and KARL's
+    /// log with the screens it classified.
+    fn diag(&self) -> String {
+        format!(
+            "screen now:\n{}\nstub conversation: {:?}\nunknown requests: {:?}\ncoord log:\n{}\nagent log:\n{}",
+            self.screen(),
+            self.stub.conversation(),
+            self.stub.unknown(),
+            tail(&karl_log(&self.fleet.coord.proc.log_text()), 200),
+            tail(&karl_log(&self.fleet.agent.log_text()), 40)
+        )
+    }
+
+    /// Waits for a session status; returns the last `show`.
+    fn wait_status(&self, id: &str, timeout: Duration, want: &[&str]) -> serde_json::Value {
+        let mut last = serde_json::Value::Null;
+        let ok = wait_for(timeout, || {
+            last = self.fleet.show(id);
+            let s = last["session"]["status"].as_str().unwrap_or("");
+            want.contains(&s).then_some(())
+        });
+        assert!(
+            ok.is_some(),
+            "session {id} never reached {want:?}; last: {}\n{}",
+            last["session"],
+            self.diag()
+        );
+        last
+    }
+
+    /// Asserts the session's status and that its reason mentions `why`.
+    fn expect_status(&self, show: &serde_json::Value, want: &str, why: &str) {
+        let status = show["session"]["status"].as_str().unwrap_or("");
+        let reason = show["session"]["reason"].as_str().unwrap_or("");
+        assert!(
+            status == want && reason.contains(why),
+            "want {want} ({why}), got {}\n{}",
+            show["session"],
+            self.diag()
+        );
+    }
+
+    fn ctl_ok(&self, args: &[&str]) {
+        let out = self.fleet.ctl(args);
+        assert_eq!(out.code, 0, "karl-ctl {args:?}: {out:?}");
+    }
+}
+
+/// KARL's log without the HTTP/2 chatter, keeping the screens the engine traced.
+fn karl_log(log: &str) -> String {
+    log.lines()
+        .filter(|l| {
+            !["h2::", "hyper", "tonic::", "tower::"]
+                .iter()
+                .any(|n| l.contains(n))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A screen line, trailing blanks dropped, equals `want` (the CLI draws a no-break
+/// space after its `❯`).
+fn has_line(screen: &str, want: &str) -> bool {
+    screen
+        .lines()
+        .any(|l| l.replace('\u{a0}', " ").trim_end() == want)
+}
+
+fn turns(show: &serde_json::Value) -> Vec<serde_json::Value> {
+    show["turns"].as_array().cloned().unwrap_or_default()
+}
+
+fn prompts(show: &serde_json::Value) -> Vec<String> {
+    turns(show)
+        .iter()
+        .map(|t| t["prompt"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn ten_turn_session_every_prompt_arrives_exactly_once() {
+    let Some(cli) = claude_cli("ten_turn_session") else {
+        return;
+    };
+    let steps: Vec<String> = [
+        "Create the lexer module with a Token enum.",
+        "Add a number literal rule to the lexer.",
+        "Write a recursive descent parser for sums.",
+        "Handle operator precedence for products.",
+        "Report syntax errors with line and column.",
+        "Add unit tests for the error positions.",
+        "Support parenthesised sub-expressions.",
+        "Add a pretty printer for the syntax tree.",
+        "Document the public parser API in lib.rs.",
+        "Add an example binary that parses stdin.",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    // Two answers stream slowly (about 3 s, word by word): KARL must wait them out.
+    let slow = "Working through it now: reading the module, changing the code, \
+                running the checks, and writing down what changed for the next step.";
+    let script = Script::new()
+        .on("precedence", Reply::slow(slow, 150))
+        .on("pretty printer", Reply::slow(slow, 150));
+    let c = Claude::ready(&cli, script);
+    let refs: Vec<&str> = steps.iter().map(String::as_str).collect();
+    let plan = c.plan(&refs);
+    let id = c.fleet.drive(&[
+        "--goal",
+        "Write the parser",
+        "--plan",
+        &plan,
+        "--turns",
+        "20",
+    ]);
+    let show = c.wait_status(
+        &id,
+        Duration::from_secs(150),
+        &["done", "escalated", "failed"],
+    );
+    c.expect_status(&show, "done", "");
+    let typed = prompts(&show);
+    assert_eq!(typed, steps, "one turn per plan step, in order");
+    for t in turns(&show) {
+        assert!(
+            t["inject"].as_str().unwrap_or("").starts_with("submitted"),
+            "{t}"
+        );
+    }
+    // The conversation the CLI last sent holds every typed prompt once, in order, and
+    // nothing else; and each prompt opened exactly one turn request.
+    assert_eq!(c.stub.conversation(), typed);
+    for p in &typed {
+        assert_eq!(
+            c.stub.attempts(p),
+            1,
+            "{p:?} reached the API more than once"
+        );
+    }
+    let unknown = c.stub.unknown();
+    if !unknown.is_empty() {
+        eprintln!("requests the stub does not serve: {unknown:?}");
+    }
+}
+
+const RUN_CHECK: &str = "Run the marker check with a shell command.";
+const SUMMARIZE: &str = "Summarize the changes in one short paragraph.";
+
+/// A fleet whose first plan step makes the CLI ask to run `command` with Bash.
+fn permission_case(cli: &Path, command: &str, policy: &str) -> (Claude, String) {
+    let c = Claude::ready(cli, Script::new().on("marker check", Reply::bash(command)));
+    // Something for a delete to destroy.
+    std::fs::create_dir_all(c.project.join("src")).unwrap();
+    let plan = c.plan(&[RUN_CHECK, SUMMARIZE]);
+    let id = c.fleet.drive(&[
+        "--goal",
+        "Check the project",
+        "--plan",
+        &plan,
+        "--permissions",
+        policy,
+    ]);
+    (c, id)
+}
+
+#[test]
+fn bash_permission_under_escalate_waits_for_the_operator() {
+    let Some(cli) = claude_cli("bash_permission_under_escalate") else {
+        return;
+    };
+    let (c, id) = permission_case(&cli, "touch karl-marker.txt", "escalate");
+    let show = c.wait_status(&id, Duration::from_secs(40), &["escalated"]);
+    c.expect_status(&show, "escalated", "permission");
+    assert!(c.screen().contains("Do you want to proceed?"));
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        !c.project.join("karl-marker.txt").exists(),
+        "the command ran without the operator"
+    );
+    assert!(c.stub.tool_results().is_empty());
+    c.ctl_ok(&["approve", &id]);
+    let show = c.wait_status(&id, Duration::from_secs(40), &["done"]);
+    assert!(
+        c.project.join("karl-marker.txt").exists(),
+        "approved, not run"
+    );
+    let results = c.stub.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(!results[0].is_error, "{results:?}");
+    assert_eq!(c.stub.conversation(), prompts(&show));
+}
+
+#[test]
+fn bash_permission_under_approve_safe_runs_a_safe_command() {
+    let Some(cli) = claude_cli("bash_permission_under_approve_safe") else {
+        return;
+    };
+    let (c, id) = permission_case(&cli, "touch karl-marker.txt", "approve-safe");
+    let show = c.wait_status(&id, Duration::from_secs(60), &["done", "escalated"]);
+    c.expect_status(&show, "done", "");
+    assert!(c.project.join("karl-marker.txt").exists());
+    let results = c.stub.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(!results[0].is_error, "{results:?}");
+    assert_eq!(c.stub.conversation(), prompts(&show));
+}
+
+#[test]
+fn bash_permission_under_approve_safe_escalates_a_destructive_command() {
+    let Some(cli) = claude_cli("bash_permission_destructive") else {
+        return;
+    };
+    let (c, id) = permission_case(&cli, "rm -rf ./src ./target", "approve-safe");
+    let show = c.wait_status(&id, Duration::from_secs(40), &["escalated", "done"]);
+    c.expect_status(&show, "escalated", "destructive");
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(c.project.join("src").exists(), "the delete ran");
+    assert!(c.stub.tool_results().is_empty());
+}
+
+#[test]
+fn bash_permission_under_deny_is_refused_and_the_session_goes_on() {
+    let Some(cli) = claude_cli("bash_permission_under_deny") else {
+        return;
+    };
+    let (c, id) = permission_case(&cli, "touch karl-marker.txt", "deny");
+    let show = c.wait_status(&id, Duration::from_secs(60), &["done", "escalated"]);
+    c.expect_status(&show, "done", "");
+    assert!(
+        !c.project.join("karl-marker.txt").exists(),
+        "a denied command ran"
+    );
+    // The refusal reaches the API as an error tool result with the next prompt.
+    let results = c.stub.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].is_error, "{results:?}");
+    assert_eq!(c.stub.conversation(), prompts(&show));
+}
+
+/// A dialog on screen at start: the session escalates it and nothing is typed.
+fn dialog_case(test: &str, accepted: Accepted, marker: &str) {
+    let Some(cli) = claude_cli(test) else {
+        return;
+    };
+    let c = Claude::start(&cli, Script::new(), accepted);
+    c.wait_screen(Duration::from_secs(30), marker, |s| s.contains(marker));
+    let before = c.screen();
+    let plan = c.plan(&["Create the lexer module with a Token enum."]);
+    let id = c
+        .fleet
+        .drive(&["--goal", "Write the parser", "--plan", &plan]);
+    let show = c.wait_status(&id, Duration::from_secs(30), &["escalated"]);
+    c.expect_status(&show, "escalated", "dialog");
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(turns(&c.fleet.show(&id)).is_empty());
+    assert!(
+        c.stub.turn_requests().is_empty(),
+        "a prompt reached the API"
+    );
+    assert_eq!(c.screen(), before, "something was typed into the dialog");
+}
+
+#[test]
+fn folder_trust_dialog_is_escalated_and_never_typed_into() {
+    dialog_case(
+        "folder_trust_dialog",
+        Accepted {
+            trust: false,
+            ..ALL
+        },
+        "Yes, I trust this folder",
+    );
+}
+
+#[test]
+fn api_key_dialog_is_escalated_and_never_typed_into() {
+    dialog_case(
+        "api_key_dialog",
+        Accepted {
+            api_key: false,
+            ..ALL
+        },
+        "Do you want to use this API key?",
+    );
+}
+
+#[test]
+fn first_run_theme_picker_is_escalated_and_never_typed_into() {
+    dialog_case(
+        "first_run_theme_picker",
+        Accepted {
+            onboarding: false,
+            ..ALL
+        },
+        "Choose the text style",
+    );
+}
+
+/// Observed with 2.1.197: a first run (onboarding not done) without the key approved
+/// checks connectivity to api.anthropic.com, prints "Unable to connect to Anthropic
+/// services" and exits to the shell. KARL must see an exited agent, not an idle shell
+/// to type into.
+#[test]
+fn first_run_that_cannot_connect_exits_and_is_escalated() {
+    let Some(cli) = claude_cli("first_run_cannot_connect") else {
+        return;
+    };
+    let c = Claude::start(
+        &cli,
+        Script::new(),
+        Accepted {
+            onboarding: false,
+            trust: false,
+            api_key: false,
+        },
+    );
+    c.wait_screen(Duration::from_secs(30), "the CLI's exit", |s| {
+        s.contains("Unable to connect to Anthropic services") && s.contains("bash-")
+    });
+    let plan = c.plan(&["Create the lexer module with a Token enum."]);
+    let id = c
+        .fleet
+        .drive(&["--goal", "Write the parser", "--plan", &plan]);
+    let show = c.wait_status(&id, Duration::from_secs(20), &["escalated", "done"]);
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        !c.screen().contains("Token enum"),
+        "a prompt was typed into the shell; session: {}\n{}",
+        show["session"],
+        c.diag()
+    );
+    c.expect_status(&show, "escalated", "exited");
+}
+
+#[test]
+fn api_errors_end_their_turns_and_the_session_continues() {
+    let Some(cli) = claude_cli("api_errors") else {
+        return;
+    };
+    let steps = [
+        "Create the lexer module with a Token enum.",
+        "Write a recursive descent parser for sums.",
+        "Document the public parser API in lib.rs.",
+    ];
+    let script = Script::new()
+        .on("lexer module", Reply::error(500))
+        .on("recursive descent", Reply::error(529));
+    let c = Claude::ready(&cli, script);
+    let plan = c.plan(&steps);
+    let id = c
+        .fleet
+        .drive(&["--goal", "Write the parser", "--plan", &plan]);
+    let show = c.wait_status(
+        &id,
+        Duration::from_secs(90),
+        &["done", "escalated", "failed"],
+    );
+    c.expect_status(&show, "done", "");
+    let t = turns(&show);
+    assert_eq!(prompts(&show), steps);
+    assert_eq!(t[0]["outcome"], "error", "{}", t[0]);
+    assert_eq!(t[1]["outcome"], "error", "{}", t[1]);
+    assert_ne!(t[2]["outcome"], "error", "{}", t[2]);
+    // Each failed prompt was sent once and retried once by the CLI itself
+    // (CLAUDE_CODE_MAX_RETRIES=1); KARL typed each prompt once.
+    assert_eq!(c.stub.attempts(steps[0]), 2);
+    assert_eq!(c.stub.attempts(steps[1]), 2);
+    assert_eq!(c.stub.attempts(steps[2]), 1);
+    let conv = c.stub.conversation();
+    let unique: HashSet<&String> = conv.iter().collect();
+    assert_eq!(
+        unique.len(),
+        conv.len(),
+        "a prompt was typed twice: {conv:?}"
+    );
+    assert_eq!(conv.last().map(String::as_str), Some(steps[2]));
+}
+
+#[test]
+fn the_cli_exiting_mid_session_is_escalated() {
+    let Some(cli) = claude_cli("cli_exit") else {
+        return;
+    };
+    // The first answer streams for about 3 s: the session is paused while it does, so
+    // the remaining steps are still to come when the CLI exits.
+    let slow = "Working through it now: reading the module, changing the code, \
+                running the checks, and writing down what changed for the next step.";
+    let c = Claude::ready(
+        &cli,
+        Script::new().on("lexer module", Reply::slow(slow, 150)),
+    );
+    let steps = [
+        "Create the lexer module with a Token enum.",
+        "Write a recursive descent parser for sums.",
+        "Document the public parser API in lib.rs.",
+    ];
+    let plan = c.plan(&steps);
+    let id = c
+        .fleet
+        .drive(&["--goal", "Write the parser", "--plan", &plan]);
+    wait_for(Duration::from_secs(30), || {
+        (!c.stub.conversation().is_empty()).then_some(())
+    })
+    .expect("the first prompt reached the API");
+    c.ctl_ok(&["pause", &id]);
+    c.wait_status(&id, Duration::from_secs(10), &["paused"]);
+    // Whatever was in flight finishes; then the developer leaves the CLI.
+    c.wait_screen(Duration::from_secs(20), "an idle CLI", |s| {
+        s.contains("? for shortcuts") && !s.contains("esc to interrupt")
+    });
+    let typed_before = c.stub.conversation();
+    c.ctl_ok(&["send", "mac2", &c.fleet.pane, "/exit", "--force"]);
+    c.wait_screen(Duration::from_secs(20), "the shell after /exit", |s| {
+        s.contains("claude --resume")
+    });
+    c.ctl_ok(&["resume", &id]);
+    let show = c.wait_status(&id, Duration::from_secs(20), &["escalated", "done"]);
+    c.expect_status(&show, "escalated", "exited");
+    std::thread::sleep(Duration::from_secs(1));
+    let screen = c.screen();
+    let after = screen.rsplit("claude --resume").next().unwrap_or("");
+    for s in steps {
+        assert!(
+            !after.contains(s),
+            "{s:?} was typed into the shell:\n{screen}"
+        );
+    }
+    assert_eq!(c.stub.conversation(), typed_before);
+}
+
+#[test]
+fn a_human_draft_in_the_box_is_never_typed_over() {
+    let Some(cli) = claude_cli("human_draft") else {
+        return;
+    };
+    let c = Claude::ready(&cli, Script::new());
+    let draft = "half-written idea about the lexer";
+    c.fleet
+        .tmux
+        .run(&["send-keys", "-t", &c.fleet.pane, "-l", draft]);
+    c.wait_screen(Duration::from_secs(10), "the draft", |s| {
+        has_line(s, &format!("❯ {draft}"))
+    });
+    let steps = ["Create the lexer module with a Token enum."];
+    let plan = c.plan(&steps);
+    let id = c
+        .fleet
+        .drive(&["--goal", "Write the parser", "--plan", &plan]);
+    // Several settle periods and a safety capture go by.
+    std::thread::sleep(Duration::from_secs(6));
+    let show = c.fleet.show(&id);
+    assert!(turns(&show).is_empty(), "{show:#}");
+    assert!(c.stub.turn_requests().is_empty(), "something was submitted");
+    let screen = c.screen();
+    assert!(
+        has_line(&screen, &format!("❯ {draft}")),
+        "the draft was changed:\n{screen}"
+    );
+    let status = show["session"]["status"].as_str().unwrap_or("");
+    assert!(
+        status == "running" || status == "waiting",
+        "the session should wait for the human: {}",
+        show["session"]
+    );
+    // The human clears the box: the session goes on and types its step once.
+    c.fleet.tmux.run(&["send-keys", "-t", &c.fleet.pane, "C-u"]);
+    let show = c.wait_status(&id, Duration::from_secs(40), &["done"]);
+    assert_eq!(c.stub.conversation(), prompts(&show));
+    assert_eq!(prompts(&show), steps);
+}
