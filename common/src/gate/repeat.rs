@@ -14,6 +14,7 @@
 //! The measure sits behind [`Similarity`] so a semantic model can replace it or join it
 //! ([`Strongest`]) without touching the gate.
 
+use super::words::is_sep_char;
 use std::sync::{Arc, Mutex};
 
 use super::words::{self, Form, WordSet};
@@ -958,33 +959,6 @@ fn is_identifier(raw: &str) -> bool {
     raw.chars().count() >= 2 && raw.chars().all(|c| c.is_alphabetic() && c.is_uppercase())
 }
 
-fn is_sep(c: char) -> bool {
-    c.is_whitespace()
-        || matches!(
-            c,
-            ',' | ';'
-                | '!'
-                | '?'
-                | '('
-                | ')'
-                | '['
-                | ']'
-                | '{'
-                | '}'
-                | '"'
-                | '`'
-                | '*'
-                | '|'
-                | '&'
-                | '“'
-                | '”'
-                | '‘'
-                | '—'
-                | '–'
-                | '…'
-        )
-}
-
 /// How much of a prompt the lexical measure reads: what a prompt is about is said early, and
 /// the cap keeps comparing two huge prompts cheap.
 const PROFILE_BYTES: usize = 16 * 1024;
@@ -1004,7 +978,7 @@ pub(crate) fn profile(text: &str) -> Profile {
         let Some(c) = text[pos..].chars().next() else {
             break;
         };
-        if is_sep(c) {
+        if is_sep_char(c) {
             if matches!(c, '\n' | ',' | ';' | '!' | '?') {
                 b.segment(&seg);
                 seg.clear();
@@ -1015,7 +989,7 @@ pub(crate) fn profile(text: &str) -> Profile {
         let start = pos;
         while pos < len {
             match text[pos..].chars().next() {
-                Some(ch) if !is_sep(ch) => pos += ch.len_utf8(),
+                Some(ch) if !is_sep_char(ch) => pos += ch.len_utf8(),
                 _ => break,
             }
         }

@@ -92,7 +92,7 @@ fn is_clause_word(w: &str) -> bool {
     matches!(w, "then" | "afterwards" | "afterward" | "next" | "finally")
 }
 
-fn is_sep_char(c: char) -> bool {
+pub(crate) fn is_sep_char(c: char) -> bool {
     c.is_whitespace()
         || matches!(
             c,
