@@ -167,6 +167,8 @@ impl Engine {
     fn reconcile_pending(&self, rec: &mut SessionRecord) {
         let turns: Vec<TurnRecord> = self.store.turns(&rec.id).unwrap_or_default();
         for mut t in turns.into_iter().filter(|t| t.inject == "pending") {
+            // The pane may or may not show this prompt: do not wait for it to change.
+            rec.inject_hash.clear();
             t.inject = "unconfirmed".into();
             t.reason =
                 "coordinator restarted before the agent confirmed this injection; not retyped"
@@ -977,7 +979,7 @@ impl SessionTask {
     /// Saves the record (sled + the in-memory view) and bumps its update time.
     fn save(&self, rec: &mut SessionRecord) {
         rec.updated_ms = unix_ms().max(rec.updated_ms + 1);
-        if let Err(e) = self.engine.store.put_session(&rec.id, rec) {
+        if let Err(e) = self.engine.store.update_session(&rec.id, rec) {
             tracing::error!(target: "coord.engine", session = %rec.id, error = %e, "cannot save the session");
         }
         lock(&self.engine.records).insert(rec.id.clone(), rec.clone());
@@ -1002,6 +1004,8 @@ impl SessionTask {
             let _ = self.engine.store.append_audit(&a);
         }
         self.save(rec);
+        // Status changes are rare and an operator acts on them: make them durable now.
+        let _ = self.engine.store.flush();
         self.publish(rec, None, &reason);
     }
 
@@ -1012,6 +1016,7 @@ impl SessionTask {
         let a = self.engine.audit(rec, "session", "", summary.clone());
         let _ = self.engine.store.append_audit(&a);
         self.save(rec);
+        let _ = self.engine.store.flush();
         self.publish(rec, None, &summary);
     }
 
@@ -1380,7 +1385,7 @@ impl SessionTask {
             if let Some(last) = turns.iter_mut().rev().find(|t| t.n == rec.turns) {
                 last.outcome = outcome.as_str().to_string();
                 let t = last.clone();
-                if let Err(e) = self.engine.store.commit_turn(&rec.id, rec, t.n, &t, &[]) {
+                if let Err(e) = self.engine.store.record_turn(&rec.id, rec, t.n, &t, &[]) {
                     tracing::error!(target: "coord.engine", session = %rec.id, error = %e, "cannot record the turn's outcome");
                 }
                 self.publish(
@@ -1501,7 +1506,10 @@ impl SessionTask {
             rec.awaiting_busy = false;
             turn.outcome = "blocked".into();
             rec.awaiting_outcome = false;
+            // Nothing (or nothing certain) reached the pane: do not wait for it to change.
+            rec.inject_hash.clear();
         }
+        // Durable too: an operator may already have seen this result.
         if let Err(e) = self
             .engine
             .store

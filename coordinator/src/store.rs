@@ -166,9 +166,18 @@ impl Store {
         Ok(())
     }
 
+    /// Writes a session record and flushes it to disk.
     pub fn put_session<T: Serialize>(&self, id: &str, record: &T) -> Result<()> {
-        self.sessions.insert(id, to_json(record))?;
+        self.update_session(id, record)?;
         self.flush()
+    }
+
+    /// Writes a session record without waiting for the disk: it is made durable by the
+    /// next flush (sled also flushes on its own every half second). For the frequent
+    /// bookkeeping saves that a crash may lose without harm.
+    pub fn update_session<T: Serialize>(&self, id: &str, record: &T) -> Result<()> {
+        self.sessions.insert(id, to_json(record))?;
+        Ok(())
     }
 
     pub fn get_session<T: DeserializeOwned>(&self, id: &str) -> Result<Option<T>> {
@@ -188,8 +197,25 @@ impl Store {
     }
 
     /// Commits a turn: the turn, the session record it updates and optional audit
-    /// entries, atomically, then flushes.
+    /// entries, atomically, then flushes. The engine calls this before it types, so a
+    /// recorded turn is on disk before anything reaches the pane.
     pub fn commit_turn<S: Serialize, T: Serialize>(
+        &self,
+        session_id: &str,
+        session: &S,
+        n: u32,
+        turn: &T,
+        audit: &[AuditEntry],
+    ) -> Result<()> {
+        self.record_turn(session_id, session, n, turn, audit)?;
+        self.flush()
+    }
+
+    /// [`Store::commit_turn`] without the flush: the same atomic transaction, made
+    /// durable by the next flush. For updates of a turn already committed (its
+    /// injection result, its outcome): a crash before the flush leaves the turn as it
+    /// was committed, which a restart reconciles.
+    pub fn record_turn<S: Serialize, T: Serialize>(
         &self,
         session_id: &str,
         session: &S,
@@ -213,7 +239,7 @@ impl Store {
                 Ok::<_, ConflictableTransactionError<std::convert::Infallible>>(())
             })
             .map_err(abort)?;
-        self.flush()
+        Ok(())
     }
 
     /// Turns of a session in order.
