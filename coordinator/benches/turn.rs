@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 
 use karl_common::detect::{classify_capture, CaptureMeta, Detector};
 use karl_common::gate::{Gate, GateContext, OtherSession};
-use karl_coord::context::{ContextConfig, Digest, Outcome, PaneSignal, TaskGraph, TokenEstimator, TurnNote};
+use karl_coord::context::{
+    ContextConfig, Digest, Outcome, PaneSignal, TaskGraph, TokenEstimator, TurnNote,
+};
 use karl_coord::engine::session_context;
 use karl_coord::session::{SessionRecord, Status, TurnRecord};
 use karl_coord::store::{AuditEntry, Store};
@@ -41,6 +43,7 @@ struct Stages {
     gate: Vec<Duration>,
     store: Vec<Duration>,
     one_commit: Vec<Duration>,
+    pure: Vec<Duration>,
     total: Vec<Duration>,
     total_one_commit: Vec<Duration>,
 }
@@ -142,7 +145,7 @@ fn main() {
             if let Some(last) = prev.last_mut() {
                 last.outcome = "progress".into();
                 let last = last.clone();
-                commit(&store, &rec, last.n, &last, &[]);
+                record(&store, &rec, last.n, &last, &[]);
             }
         }
         store_time += t.elapsed();
@@ -196,7 +199,7 @@ fn main() {
         let t = Instant::now();
         turn.inject = "submitted".into();
         commit(&store, &rec, n, &turn, &[audit(&rec, "inject", &candidate)]);
-        if let Err(e) = store.put_session(&rec.id, &rec) {
+        if let Err(e) = store.update_session(&rec.id, &rec) {
             eprintln!("sled: {e}");
             std::process::exit(1);
         }
@@ -208,6 +211,7 @@ fn main() {
         st.gate.push(gate_time);
         st.store.push(store_time);
         st.one_commit.push(one_commit);
+        st.pure.push(pure);
         st.total.push(pure + store_time);
         st.total_one_commit.push(pure + one_commit);
     }
@@ -232,6 +236,7 @@ fn main() {
     line("gate", &mut st.gate);
     line("sled: one turn commit", &mut st.one_commit);
     line("sled: all writes of a turn", &mut st.store);
+    let (_, p99_pure) = line("classify + context + gate", &mut st.pure);
     let (_, p99_one) = line("total, one commit", &mut st.total_one_commit);
     let (p50, p99) = line("total, all writes of a turn", &mut st.total);
     println!(
@@ -258,6 +263,10 @@ fn main() {
         us(p99_one) / 1e3
     );
     println!(
+        "BENCH name=turn_overhead_no_sled_p99 value={:.3} unit=ms target=- what=\"per-turn overhead p99 without sled (classify+context+gate)\"",
+        us(p99_pure) / 1e3
+    );
+    println!(
         "BENCH name=context_budget value={worst_estimate} unit=tokens target=<={budget} what=\"largest context estimate over every fixture\""
     );
     if sink == usize::MAX {
@@ -267,6 +276,14 @@ fn main() {
 
 fn commit(store: &Store, rec: &SessionRecord, n: u32, turn: &TurnRecord, audit: &[AuditEntry]) {
     if let Err(e) = store.commit_turn(&rec.id, rec, n, turn, audit) {
+        eprintln!("sled: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// As the engine updates a committed turn (its result, its outcome): no flush of its own.
+fn record(store: &Store, rec: &SessionRecord, n: u32, turn: &TurnRecord, audit: &[AuditEntry]) {
+    if let Err(e) = store.record_turn(&rec.id, rec, n, turn, audit) {
         eprintln!("sled: {e}");
         std::process::exit(1);
     }
@@ -296,7 +313,9 @@ fn session(k: u32) -> SessionRecord {
         let notes: Vec<TurnNote> = (1..=5)
             .map(|i| TurnNote {
                 turn: b * 5 + i,
-                prompt: format!("Implement part {i} of block {b} in src/health.rs and run the tests"),
+                prompt: format!(
+                    "Implement part {i} of block {b} in src/health.rs and run the tests"
+                ),
                 outcome: if i % 3 == 0 {
                     Outcome::Error
                 } else {
@@ -363,7 +382,8 @@ fn data_dir_fs(dir: &Path) -> String {
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() > 2 && dir.starts_with(f[1])).then(|| (f[1].len(), format!("{} ({})", f[1], f[2])))
+            (f.len() > 2 && dir.starts_with(f[1]))
+                .then(|| (f[1].len(), format!("{} ({})", f[1], f[2])))
         })
         .max()
         .map(|(_, s)| format!("{} on {s}", dir))
