@@ -23,7 +23,7 @@ pub enum CoordError {
     Conflict(String),
     #[error("{0}")]
     FailedPrecondition(String),
-    #[error("storage: {0}")]
+    #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     #[error("{0}")]
     Internal(String),

@@ -27,16 +27,12 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot open the database at {path}: {source} (check the directory exists, is writable and has free space; another karl-coord may hold it)")]
-    Open {
-        path: String,
-        #[source]
-        source: sled::Error,
-    },
+    #[error("cannot open the database at {path}: {} (check the directory exists, is writable and has free space; another karl-coord may hold it)", sled_message(.cause))]
+    Open { path: String, cause: sled::Error },
     #[error("the database at {path} has schema v{found}, newer than this karl-coord understands (v{SCHEMA_VERSION}): upgrade karl-coord")]
     SchemaTooNew { path: String, found: u32 },
-    #[error("database write failed: {0} (is the disk full or read-only?)")]
-    Sled(#[from] sled::Error),
+    #[error("database write failed: {} (is the disk full or read-only?)", sled_message(.0))]
+    Sled(sled::Error),
     #[error("corrupt record in {tree}: {message}")]
     Corrupt { tree: &'static str, message: String },
     #[error(
@@ -46,6 +42,22 @@ pub enum StoreError {
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+// The cause is part of the message (sessions show errors with `{}`), so it is not also
+// exposed as `source()`: a `{:#}` chain would print it twice.
+impl From<sled::Error> for StoreError {
+    fn from(e: sled::Error) -> Self {
+        StoreError::Sled(e)
+    }
+}
+
+/// sled's IO errors print as `Io(Os { code: 28, … })`; say it as a sentence.
+fn sled_message(e: &sled::Error) -> String {
+    match e {
+        sled::Error::Io(io) => io.to_string(),
+        other => other.to_string(),
+    }
+}
 
 /// One line of the audit log: every injection, refusal and permission decision.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -121,9 +133,9 @@ impl Store {
     /// Opens (or creates) the database under `dir`.
     pub fn open(dir: &Path) -> Result<Store> {
         let path = dir.join("karl.sled");
-        let open_err = |source| StoreError::Open {
+        let open_err = |cause| StoreError::Open {
             path: path.display().to_string(),
-            source,
+            cause,
         };
         std::fs::create_dir_all(dir).map_err(|e| open_err(sled::Error::Io(e)))?;
         let db = sled::Config::new()
