@@ -357,6 +357,15 @@ pub struct Fleet {
     pub config: PathBuf,
 }
 
+/// A stand-in script that answers every prompt after a quarter second of work.
+pub const FAST_STANDIN: &str =
+    r#"{"default": {"work_ms": 250, "reply": {"answer": "Done: {prompt}"}}}"#;
+
+/// The turns of a `karl-ctl show --json` reply.
+pub fn turns(show: &serde_json::Value) -> Vec<serde_json::Value> {
+    show["turns"].as_array().cloned().unwrap_or_default()
+}
+
 /// Coordinator config for tests: fast settle, no rate limiting in the way.
 pub const TEST_COORD_CONFIG: &str = r#"
 [engine]
@@ -507,6 +516,22 @@ impl Fleet {
             tail(&self.coord.proc.log_text(), 40)
         );
         last
+    }
+
+    /// Writes a plan file of `steps` distinct numbered steps; returns its path.
+    pub fn plan_file(&self, steps: usize) -> String {
+        let lines: Vec<String> = (1..=steps)
+            .map(|i| format!("Implement step {i} of the parser: handle token kind number {i}."))
+            .collect();
+        self.plan(&lines.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    /// Writes a plan file with these steps (one per line, after a comment); returns its path.
+    pub fn plan(&self, steps: &[&str]) -> String {
+        let path = self.scratch.path("plan.txt");
+        let text = format!("# a plan: one step per line\n\n{}\n", steps.join("\n"));
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("write plan: {e}"));
+        path.display().to_string()
     }
 
     /// Prompts the stand-in received, in order, byte for byte.

@@ -28,8 +28,8 @@ use std::time::Duration;
 use karl_coord::session::{SessionRecord, TurnRecord};
 use karl_coord::store::Store;
 use karl_tests::harness::{
-    bin, free_port, karl_command, shell_quote, start_agent, tail, wait_agent, wait_for, Coord,
-    Fleet, Scratch, TmuxServer, TEST_COORD_CONFIG,
+    bin, free_port, karl_command, shell_quote, start_agent, tail, turns, wait_agent, wait_for,
+    Coord, Fleet, Scratch, TmuxServer, TEST_COORD_CONFIG,
 };
 use karl_tests::stub_model::{StubModel, StubReply, StubScript};
 
@@ -105,19 +105,6 @@ fn fleet_with(script: &str, config: &str, data_dir: Option<&Path>, coord_args: &
         standin_log,
         config: config_path,
     }
-}
-
-fn plan_file(fleet: &Fleet, steps: usize) -> String {
-    let path = fleet.scratch.path("plan.txt");
-    let text: String = (1..=steps)
-        .map(|i| format!("Implement step {i} of the parser: handle token kind number {i}.\n"))
-        .collect();
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
-}
-
-fn turns(show: &serde_json::Value) -> Vec<serde_json::Value> {
-    show["turns"].as_array().cloned().unwrap_or_default()
 }
 
 fn str_of<'a>(v: &'a serde_json::Value, key: &str) -> &'a str {
@@ -329,7 +316,7 @@ fn assert_alive(fleet: &mut Fleet) {
 /// restart each of them must still be there, unchanged.
 fn sigkill_session(seeds: std::ops::RangeInclusive<u64>) {
     let mut fleet = fleet_with(FAST, TEST_COORD_CONFIG, None, &[]);
-    let plan = plan_file(&fleet, 60);
+    let plan = fleet.plan_file(60);
     let id = fleet.drive(&[
         "--goal",
         "Write the parser",
@@ -416,7 +403,7 @@ fn coordinator_sigkill_seeds_6_to_10_lose_no_turn_and_type_nothing_twice() {
 #[test]
 fn agent_sigkilled_at_random_points_and_restarted_never_double_types() {
     let mut fleet = fleet_with(FAST, TEST_COORD_CONFIG, None, &[]);
-    let plan = plan_file(&fleet, 40);
+    let plan = fleet.plan_file(40);
     let id = fleet.drive(&[
         "--goal",
         "Write the parser",
@@ -472,7 +459,7 @@ fn agent_sigkilled_at_random_points_and_restarted_never_double_types() {
 #[test]
 fn tmux_server_killed_mid_session_is_reported_and_survived() {
     let mut fleet = fleet_with(FAST, TEST_COORD_CONFIG, None, &[]);
-    let plan = plan_file(&fleet, 30);
+    let plan = fleet.plan_file(30);
     let id = fleet.drive(&["--goal", "Write the parser", "--plan", &plan]);
     wait_for(Duration::from_secs(60), || {
         (fleet.received().len() >= 2).then_some(())
@@ -532,7 +519,7 @@ fn model_fault(script: StubScript, steps: usize, expect: &[&str]) {
         .unwrap();
     let stub = rt.block_on(StubModel::start(script)).unwrap();
     let mut fleet = model_fleet(&stub);
-    let plan = plan_file(&fleet, steps);
+    let plan = fleet.plan_file(steps);
     let turns_arg = steps.to_string();
     let id = fleet.drive(&[
         "--goal",
@@ -602,7 +589,7 @@ fn model_answering_500s_falls_back_to_the_plan_and_recovers() {
         ])))
         .unwrap();
     let fleet = model_fleet(&stub);
-    let plan = plan_file(&fleet, 10);
+    let plan = fleet.plan_file(10);
     let id = fleet.drive(&[
         "--goal",
         "Write the parser",
@@ -689,7 +676,7 @@ fn read_only_database_refuses_to_start_clearly_and_stays_intact() {
 
     // An existing database with a finished session, then the disk turns read-only.
     let mut fleet = fleet_with(FAST, TEST_COORD_CONFIG, None, &[]);
-    let plan = plan_file(&fleet, 4);
+    let plan = fleet.plan_file(4);
     let id = fleet.drive(&["--goal", "Write the parser", "--plan", &plan]);
     fleet.wait_status(&id, Duration::from_secs(60), |s| s == "done");
     let data_dir = fleet.coord.data_dir.clone();
@@ -734,7 +721,7 @@ fn read_only_database_refuses_to_start_clearly_and_stays_intact() {
 fn disk_fails_mid_session(mount: &Mount, fault: impl FnOnce(), repair: impl FnOnce()) {
     let data_dir = mount.path.join("data");
     let mut fleet = fleet_with(FAST, TEST_COORD_CONFIG, Some(&data_dir), &[]);
-    let plan = plan_file(&fleet, 40);
+    let plan = fleet.plan_file(40);
     let id = fleet.drive(&[
         "--goal",
         "Write the parser",
@@ -849,7 +836,7 @@ fn database_on_a_full_disk_mid_session_fails_the_session_cleanly() {
 #[test]
 fn coordinator_killed_between_recording_and_typing_moves_on() {
     let mut fleet = fleet_with(FAST, TEST_COORD_CONFIG, None, &[]);
-    let plan = plan_file(&fleet, 10);
+    let plan = fleet.plan_file(10);
     let id = fleet.drive(&[
         "--goal",
         "Write the parser",

@@ -6,30 +6,14 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use karl_tests::harness::{standin_events, wait_for, Coord, Fleet};
+use karl_tests::harness::{standin_events, turns, wait_for, Coord, Fleet, FAST_STANDIN};
 
-fn turns(show: &serde_json::Value) -> Vec<serde_json::Value> {
-    show["turns"].as_array().cloned().unwrap_or_default()
-}
-
-fn plan_file(fleet: &Fleet, steps: usize) -> String {
-    let path = fleet.scratch.path("plan.txt");
-    let mut text = String::from("# a plan: one step per line\n\n");
-    for i in 1..=steps {
-        text.push_str(&format!(
-            "Implement step {i} of the parser: handle token kind number {i}.\n"
-        ));
-    }
-    std::fs::write(&path, text).expect("write plan");
-    path.display().to_string()
-}
-
-const FAST: &str = r#"{"default": {"work_ms": 250, "reply": {"answer": "Done: {prompt}"}}}"#;
+const FAST: &str = FAST_STANDIN;
 
 #[test]
 fn plan_only_session_reaches_its_goal_and_types_each_prompt_once() {
     let fleet = Fleet::start_with(Some(FAST), &[], &[]);
-    let plan = plan_file(&fleet, 30);
+    let plan = fleet.plan_file(30);
     let id = fleet.drive(&[
         "--goal",
         "Write the parser",
@@ -71,7 +55,7 @@ fn plan_only_session_reaches_its_goal_and_types_each_prompt_once() {
 #[test]
 fn dry_run_types_nothing_and_records_a_hundred_turns_consistently() {
     let fleet = Fleet::start_with(Some(FAST), &[], &[]);
-    let plan = plan_file(&fleet, 120);
+    let plan = fleet.plan_file(120);
     let id = fleet.drive(&[
         "--goal",
         "Write the parser",
@@ -98,7 +82,7 @@ fn dry_run_types_nothing_and_records_a_hundred_turns_consistently() {
 #[test]
 fn coordinator_sigkill_mid_session_resumes_without_double_typing() {
     let fleet = Fleet::start_with(Some(FAST), &[], &[]);
-    let plan = plan_file(&fleet, 10);
+    let plan = fleet.plan_file(10);
     let id = fleet.drive(&["--goal", "Write the parser", "--plan", &plan]);
     // Let a few turns land, then kill -9.
     wait_for(Duration::from_secs(60), || {
@@ -173,7 +157,7 @@ fn coordinator_sigkill_mid_session_resumes_without_double_typing() {
 #[test]
 fn agent_killed_and_restarted_session_continues() {
     let mut fleet = Fleet::start_with(Some(FAST), &[], &[]);
-    let plan = plan_file(&fleet, 6);
+    let plan = fleet.plan_file(6);
     let id = fleet.drive(&["--goal", "Write the parser", "--plan", &plan]);
     wait_for(Duration::from_secs(60), || {
         (fleet.received().len() >= 2).then_some(())
@@ -228,7 +212,7 @@ fn permission_fleet(command: &str) -> Fleet {
 #[test]
 fn permission_under_escalate_waits_for_the_operator() {
     let fleet = permission_fleet("cargo test --workspace");
-    let plan = plan_file(&fleet, 3);
+    let plan = fleet.plan_file(3);
     let id = fleet.drive(&["--goal", "Test it", "--plan", &plan]);
     let show = fleet.wait_status(&id, Duration::from_secs(30), |s| s == "escalated");
     assert!(
@@ -255,7 +239,7 @@ fn permission_under_escalate_waits_for_the_operator() {
 #[test]
 fn permission_under_approve_safe_and_deny() {
     let fleet = permission_fleet("cargo test --workspace");
-    let plan = plan_file(&fleet, 2);
+    let plan = fleet.plan_file(2);
     let id = fleet.drive(&[
         "--goal",
         "Test it",
@@ -272,7 +256,7 @@ fn permission_under_approve_safe_and_deny() {
     fleet.wait_status(&id, Duration::from_secs(60), |s| s == "done");
 
     let fleet = permission_fleet("rm -rf ~/projects");
-    let plan = plan_file(&fleet, 2);
+    let plan = fleet.plan_file(2);
     let id = fleet.drive(&[
         "--goal",
         "Test it",
@@ -292,7 +276,7 @@ fn permission_under_approve_safe_and_deny() {
     assert!(standin_events(&fleet.standin_log, "permission").is_empty());
 
     let fleet = permission_fleet("cargo test --workspace");
-    let plan = plan_file(&fleet, 2);
+    let plan = fleet.plan_file(2);
     let id = fleet.drive(&[
         "--goal",
         "Test it",
@@ -312,7 +296,7 @@ fn permission_under_approve_safe_and_deny() {
 #[test]
 fn one_session_per_pane_and_clear_drive_errors() {
     let fleet = Fleet::start_with(Some(FAST), &[], &[]);
-    let plan = plan_file(&fleet, 50);
+    let plan = fleet.plan_file(50);
     let id = fleet.drive(&["--goal", "Write the parser", "--plan", &plan]);
     let second = fleet.ctl(&["drive", "mac2", &fleet.pane, "--goal", "Something else"]);
     assert_ne!(second.code, 0);
@@ -349,7 +333,7 @@ fn an_exited_agent_escalates_and_a_usage_limit_waits() {
         &[],
         true,
     );
-    let plan = plan_file(&fleet, 3);
+    let plan = fleet.plan_file(3);
     let id = fleet.drive(&["--goal", "Write the parser", "--plan", &plan]);
     let show = fleet.wait_status(&id, Duration::from_secs(30), |s| {
         s == "escalated" || s == "failed"
@@ -368,7 +352,7 @@ fn an_exited_agent_escalates_and_a_usage_limit_waits() {
         &[],
         &[],
     );
-    let plan = plan_file(&fleet, 3);
+    let plan = fleet.plan_file(3);
     let id = fleet.drive(&["--goal", "Write the parser", "--plan", &plan]);
     let show = fleet.wait_status(&id, Duration::from_secs(30), |s| s == "waiting");
     assert!(

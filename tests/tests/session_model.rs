@@ -7,10 +7,10 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use karl_tests::harness::{wait_for, Fleet};
+use karl_tests::harness::{turns, wait_for, Fleet, FAST_STANDIN};
 use karl_tests::stub_model::{StubModel, StubReply, StubScript};
 
-const FAST: &str = r#"{"default": {"work_ms": 250, "reply": {"answer": "Done: {prompt}"}}}"#;
+const FAST: &str = FAST_STANDIN;
 
 /// A runtime for the in-process stub model; the rest of the test is blocking.
 fn runtime() -> tokio::runtime::Runtime {
@@ -19,10 +19,6 @@ fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("runtime")
-}
-
-fn turns(show: &serde_json::Value) -> Vec<serde_json::Value> {
-    show["turns"].as_array().cloned().unwrap_or_default()
 }
 
 fn user_text(request: &serde_json::Value) -> String {
@@ -57,14 +53,11 @@ fn the_model_writes_the_prompts_and_a_refused_reply_is_regenerated() {
         "--project",
         "lexer",
         "--plan",
-        &plan(
-            &fleet,
-            &[
-                "Tokenize integers",
-                "Test the tokenizer",
-                "Handle negatives",
-            ],
-        ),
+        &fleet.plan(&[
+            "Tokenize integers",
+            "Test the tokenizer",
+            "Handle negatives",
+        ]),
         "--turns",
         "3",
     ]);
@@ -138,14 +131,11 @@ fn bad_model_bodies_fall_back_to_the_plan_without_a_crash() {
         "--goal",
         "Write the lexer",
         "--plan",
-        &plan(
-            &fleet,
-            &[
-                "Tokenize integer literals in src/lexer.rs.",
-                "Document the lexer's token kinds in README.md.",
-                "Add a criterion benchmark for lexing a 1 MB file.",
-            ],
-        ),
+        &fleet.plan(&[
+            "Tokenize integer literals in src/lexer.rs.",
+            "Document the lexer's token kinds in README.md.",
+            "Add a criterion benchmark for lexing a 1 MB file.",
+        ]),
     ]);
     let show = fleet.wait_status(&id, Duration::from_secs(90), |s| {
         s != "running" && s != "waiting"
@@ -215,7 +205,7 @@ fn operator_commands_around_a_live_session() {
         "--project",
         "parser",
         "--plan",
-        &plan(&fleet, &steps),
+        &fleet.plan(&steps),
     ]);
     wait_for(Duration::from_secs(30), || {
         (fleet.received().len() >= 2).then_some(())
@@ -305,10 +295,4 @@ fn operator_commands_around_a_live_session() {
         received.len(),
         "no prompt twice"
     );
-}
-
-fn plan(fleet: &Fleet, steps: &[&str]) -> String {
-    let path = fleet.scratch.path("plan.txt");
-    std::fs::write(&path, steps.join("\n")).expect("write plan");
-    path.display().to_string()
 }
