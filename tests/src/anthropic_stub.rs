@@ -37,18 +37,15 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full, Limited};
+
+use crate::http_stub::{full, Body};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, CONTENT_TYPE};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinSet;
 
 /// Request bodies larger than this are refused (413). The CLI's turn requests carry the
 /// system prompt and ~30 tool schemas, a few hundred kilobytes.
@@ -268,7 +265,10 @@ impl AnthropicStub {
             let _guard = runtime.enter();
             TcpListener::from_std(std_listener)?
         };
-        runtime.spawn(serve(listener, Arc::clone(&state), rx));
+        runtime.spawn(crate::http_stub::serve(listener, rx, {
+            let state = Arc::clone(&state);
+            move |req| handle(Arc::clone(&state), req)
+        }));
         Ok(AnthropicStub {
             addr,
             state,
@@ -655,8 +655,6 @@ fn error_body(error_type: &str, message: &str, seq: u64) -> Value {
            "request_id": format!("req_stub_{seq:04}")})
 }
 
-type Body = BoxBody<Bytes, Infallible>;
-
 /// A body fed by a task, one chunk per event, ending when the sender is dropped.
 struct ChannelBody(mpsc::Receiver<Bytes>);
 
@@ -672,45 +670,12 @@ impl hyper::body::Body for ChannelBody {
     }
 }
 
-fn full(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response<Body> {
-    let mut resp = Response::new(Full::new(body.into()).boxed());
-    *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    resp
-}
-
 fn json_response(status: StatusCode, v: &Value, seq: u64) -> Response<Body> {
     let mut resp = full(status, "application/json", v.to_string());
     if let Ok(id) = HeaderValue::from_str(&format!("req_stub_{seq:04}")) {
         resp.headers_mut().insert("request-id", id);
     }
     resp
-}
-
-async fn serve(listener: TcpListener, state: Arc<State>, mut shutdown: oneshot::Receiver<()>) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let state = Arc::clone(&state);
-                    conns.spawn(async move {
-                        let svc = service_fn(move |req| handle(Arc::clone(&state), req));
-                        // A client that hangs up mid-stream ends its connection; nothing
-                        // to report.
-                        let _ = http1::Builder::new()
-                            .serve_connection(TokioIo::new(stream), svc)
-                            .await;
-                    });
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            },
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
-    }
-    conns.abort_all();
 }
 
 async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {

@@ -5,11 +5,13 @@
 //!   Claude Code CLI runs offline in the compatibility tests.
 //! - [`harness`]: real processes for end-to-end tests (private tmux servers, the
 //!   coordinator and agents on loopback, karl-ctl runs, polling with deadlines).
+//! - [`http_stub`]: the accept loop and response helpers both stub servers share.
 //! - [`standin`]: `karl-standin`, a stand-in coding agent whose screens follow Claude
 //!   Code's, driven by a script file; plus its tmux test harness.
 //! - [`stub_model`]: `karl-stub-model`, a scripted OpenAI-compatible model server.
 
 pub mod anthropic_stub;
 pub mod harness;
+pub mod http_stub;
 pub mod standin;
 pub mod stub_model;

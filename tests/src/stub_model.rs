@@ -27,19 +27,17 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full, Limited};
+
+use crate::http_stub::{full, Body};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, CONTENT_TYPE};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 
 /// Request bodies larger than this are refused (413).
 const MAX_REQUEST_BYTES: usize = 8 << 20;
@@ -252,7 +250,10 @@ impl StubModel {
             model_checks: AtomicU64::new(0),
         });
         let (tx, rx) = oneshot::channel();
-        let task = tokio::spawn(serve(listener, Arc::clone(&state), rx));
+        let task = tokio::spawn(crate::http_stub::serve(listener, rx, {
+            let state = Arc::clone(&state);
+            move |req| handle(Arc::clone(&state), req)
+        }));
         Ok(StubModel {
             addr,
             state,
@@ -322,42 +323,6 @@ impl Drop for StubModel {
             task.abort();
         }
     }
-}
-
-async fn serve(listener: TcpListener, state: Arc<State>, mut shutdown: oneshot::Receiver<()>) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let state = Arc::clone(&state);
-                    conns.spawn(async move {
-                        let svc = service_fn(move |req| handle(Arc::clone(&state), req));
-                        // A client that hangs up mid-reply ends its connection; nothing
-                        // to report.
-                        let _ = http1::Builder::new()
-                            .serve_connection(TokioIo::new(stream), svc)
-                            .await;
-                    });
-                }
-                // Out of descriptors or similar: pause rather than spin.
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            },
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
-    }
-    conns.abort_all();
-}
-
-type Body = BoxBody<Bytes, Infallible>;
-
-fn full(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response<Body> {
-    let mut resp = Response::new(Full::new(body.into()).boxed());
-    *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    resp
 }
 
 fn json_response(status: StatusCode, v: &Value) -> Response<Body> {
