@@ -624,6 +624,20 @@ mod tests {
     }
 
     #[test]
+    fn an_unreadable_pane_escalates_only_after_its_limit() {
+        let l = Limits::default();
+        let mut s = session();
+        s.unknown_since_ms = 1_000_000 - 1000;
+        let u = det(PaneState::Unknown);
+        assert!(matches!(decide(&s, &facts(&u, "h"), &l), Decision::Wait(_)));
+        s.unknown_since_ms = 1_000_000 - l.unknown_escalate_ms - 1;
+        assert!(matches!(
+            decide(&s, &facts(&u, "h"), &l),
+            Decision::Escalate(_)
+        ));
+    }
+
+    #[test]
     fn ids_and_summary() {
         assert_eq!(session_id("mac2", "%12", 1700), "mac2_12_1700");
         let mut s = session();

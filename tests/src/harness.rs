@@ -431,7 +431,8 @@ impl Fleet {
     /// A fleet whose pane runs `cmdline` (a shell command line, e.g. a real coding-agent
     /// CLI with its environment) in a `width`×`height` pane, in `scratch` prepared by the
     /// caller. It returns once the agent is connected, without waiting for the pane to
-    /// draw anything; `standin_log` is unused.
+    /// draw anything; `standin_log` is unused. A `karl-coord.toml` already in `scratch`
+    /// is used instead of [`TEST_COORD_CONFIG`].
     pub fn start_command(
         scratch: Scratch,
         cmdline: &str,
@@ -454,8 +455,12 @@ impl Fleet {
         standin_log: PathBuf,
         coord_args: &[&str],
     ) -> Fleet {
+        // A caller that prepared `scratch` may have written its own config already.
         let config = scratch.path("karl-coord.toml");
-        std::fs::write(&config, TEST_COORD_CONFIG).unwrap_or_else(|e| panic!("write config: {e}"));
+        if !config.exists() {
+            std::fs::write(&config, TEST_COORD_CONFIG)
+                .unwrap_or_else(|e| panic!("write config: {e}"));
+        }
         let mut args: Vec<&str> = vec!["--config", config.to_str().unwrap_or_default()];
         if !coord_args.contains(&"--model-url") {
             // No model: a closed port, so sessions run plan-only without waiting on timeouts.

@@ -365,3 +365,76 @@ fn an_exited_agent_escalates_and_a_usage_limit_waits() {
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(fleet.received().len(), 1, "nothing typed while limited");
 }
+
+#[test]
+fn an_exited_agent_is_restarted_with_the_configured_command() {
+    let scratch = karl_tests::harness::Scratch::new();
+    let standin = karl_tests::harness::bin("karl-standin")
+        .display()
+        .to_string();
+    let q = karl_tests::harness::shell_quote;
+    let (first_log, second_log) = (scratch.path("first.log"), scratch.path("second.log"));
+    let exits = scratch.path("exits.json");
+    std::fs::write(&exits, r#"{"turns": [{"work_ms": 200, "reply": "exit"}]}"#).expect("write");
+    let fast = scratch.path("fast.json");
+    std::fs::write(&fast, FAST).expect("write");
+    // The restart command is typed into the shell the exited agent leaves behind.
+    let restart = format!(
+        "{} --log {} --script {}",
+        q(&standin),
+        q(&second_log.display().to_string()),
+        q(&fast.display().to_string())
+    );
+    std::fs::write(
+        scratch.path("karl-coord.toml"),
+        format!(
+            "{}restart_command = {}\n",
+            karl_tests::harness::TEST_COORD_CONFIG,
+            toml_string(&restart)
+        ),
+    )
+    .expect("write config");
+    let cmdline = format!(
+        "{} --log {} --script {}; PS1='dev@mac2 proj $ ' exec bash --norc --noprofile -i",
+        q(&standin),
+        q(&first_log.display().to_string()),
+        q(&exits.display().to_string())
+    );
+    let fleet = Fleet::start_command(scratch, &cmdline, 120, 40, &[]);
+    wait_for(Duration::from_secs(10), || {
+        fleet.tmux.capture(&fleet.pane).contains('❯').then_some(())
+    })
+    .expect("first stand-in drew its box");
+    let plan = fleet.plan_file(3);
+    let id = fleet.drive(&["--goal", "Write the parser", "--plan", &plan]);
+    let show = fleet.wait_status(&id, Duration::from_secs(60), |s| {
+        s == "done" || s == "failed"
+    });
+    assert_eq!(show["session"]["status"], "done", "{show:#}");
+    let prompts = |log: &std::path::Path| -> Vec<String> {
+        standin_events(log, "prompt")
+            .into_iter()
+            .filter_map(|e| e["prompt"].as_str().map(String::from))
+            .collect()
+    };
+    let (first, second) = (prompts(&first_log), prompts(&second_log));
+    assert_eq!(first.len(), 1, "turn 1 went to the agent that then exited");
+    assert_eq!(
+        second.len(),
+        2,
+        "turns 2 and 3 went to the restarted agent: {second:?}"
+    );
+    let audit = fleet.ctl(&["audit", "--session", &id, "--json"]);
+    assert!(
+        audit
+            .json()
+            .as_array()
+            .is_some_and(|a| a.iter().any(|e| e["kind"] == "restart")),
+        "the restart is audited: {audit:?}"
+    );
+}
+
+/// A TOML basic string.
+fn toml_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
