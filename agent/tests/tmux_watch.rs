@@ -27,6 +27,26 @@ async fn closed(rx: &mut tokio::sync::mpsc::Receiver<pb::AgentEvent>, pane: &str
     .unwrap_or_else(|| panic!("CLOSED for {pane}"));
 }
 
+/// Prints `line` in `pane` and waits for the settled snapshot that shows it.
+async fn settles_showing(
+    rx: &mut tokio::sync::mpsc::Receiver<pb::AgentEvent>,
+    server: &TestServer,
+    pane: &str,
+    line: &str,
+) {
+    let tty = pane_tty(server, pane);
+    write_output(&tty, format!("{line}\r\n").as_bytes());
+    let (ev, _) = wait_for(
+        rx,
+        SECS(5),
+        |e| is_snapshot(e, pb::SnapshotReason::Settled),
+        |_| {},
+    )
+    .await
+    .unwrap_or_else(|| panic!("no settled snapshot after printing {line:?}"));
+    assert!(as_snapshot(&ev).unwrap().text.contains(line));
+}
+
 fn watch(target: &str, settle_ms: u32) -> pb::Watch {
     pb::Watch {
         target: target.into(),
@@ -283,17 +303,7 @@ async fn closed_panes_are_reported_and_the_host_carries_on() {
     assert_eq!(host.watching(), vec![keep.clone()]);
 
     // Still watching the survivor.
-    let tty = pane_tty(&server, &keep);
-    write_output(&tty, b"still here\r\n");
-    let (ev, _) = wait_for(
-        &mut rx,
-        SECS(5),
-        |e| is_snapshot(e, pb::SnapshotReason::Settled),
-        |_| {},
-    )
-    .await
-    .expect("the surviving pane still settles");
-    assert!(as_snapshot(&ev).unwrap().text.contains("still here"));
+    settles_showing(&mut rx, &server, &keep, "still here").await;
     assert!(eventually(SECS(5), || control_clients(&server) == 1).await);
     host.shutdown().await;
 }
@@ -347,17 +357,7 @@ async fn a_dead_server_is_reported_survived_and_watching_resumes() {
     );
     assert_eq!(host.watching(), vec![again.clone()]);
 
-    let tty = pane_tty(&server, &again);
-    write_output(&tty, b"back again\r\n");
-    let (ev, _) = wait_for(
-        &mut rx,
-        SECS(5),
-        |e| is_snapshot(e, pb::SnapshotReason::Settled),
-        |_| {},
-    )
-    .await
-    .expect("the pane settles on the new server");
-    assert!(as_snapshot(&ev).unwrap().text.contains("back again"));
+    settles_showing(&mut rx, &server, &again, "back again").await;
     host.shutdown().await;
 }
 

@@ -6,7 +6,6 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::Stream;
 use karl_common::pb;
@@ -15,13 +14,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tonic::{Request, Response, Status};
 
 use crate::engine::Engine;
-use crate::error::CoordError;
-use crate::registry::{AgentReport, Registry};
-
-/// How long a capture or pane listing may take on the agent.
-pub const AGENT_CALL_TIMEOUT: Duration = Duration::from_secs(10);
-/// An injection waits for the paste, Enter and its verification (with retries).
-pub const INJECT_TIMEOUT: Duration = Duration::from_secs(20);
+use crate::registry::{AgentReport, Registry, AGENT_CALL_TIMEOUT};
 
 pub struct ControlService {
     registry: Arc<Registry>,
@@ -77,24 +70,18 @@ impl pb::control_server::Control for ControlService {
     ) -> Result<Response<pb::PaneSnapshot>, Status> {
         let req = req.into_inner();
         let target = parse_target(&req.target)?;
-        let result = self
+        let snap = self
             .registry
-            .call(
+            .capture(
                 &req.machine,
-                pb::agent_command::Kind::Capture(pb::Capture {
+                pb::Capture {
                     target: target.to_string(),
                     ansi: req.ansi,
                     history_lines: req.history_lines,
-                }),
-                AGENT_CALL_TIMEOUT,
+                },
             )
             .await?;
-        match result.detail {
-            Some(pb::command_result::Detail::Snapshot(s)) => Ok(Response::new(s)),
-            _ => Err(
-                CoordError::Internal("agent answered a capture without a snapshot".into()).into(),
-            ),
-        }
+        Ok(Response::new(snap))
     }
 
     type WatchPaneStream = Boxed<pb::PaneSnapshot>;
@@ -108,21 +95,15 @@ impl pb::control_server::Control for ControlService {
         // Resolve to a %id first, so the stream can filter snapshots by pane id.
         let first = self
             .registry
-            .call(
+            .capture(
                 &req.machine,
-                pb::agent_command::Kind::Capture(pb::Capture {
+                pb::Capture {
                     target: target.to_string(),
                     ansi: false,
                     history_lines: 0,
-                }),
-                AGENT_CALL_TIMEOUT,
+                },
             )
             .await?;
-        let Some(pb::command_result::Detail::Snapshot(first)) = first.detail else {
-            return Err(
-                CoordError::Internal("agent answered a capture without a snapshot".into()).into(),
-            );
-        };
         let pane_id = first
             .pane
             .as_ref()

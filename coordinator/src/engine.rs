@@ -32,10 +32,9 @@ use crate::context::{
     Calibrations, ContextConfig, ContextInput, Outcome, PaneSignal, Rejection, SessionBrief,
     TaskGraph, TurnNote, REPLY_MAX_CHARS,
 };
-use crate::control::{AGENT_CALL_TIMEOUT, INJECT_TIMEOUT};
 use crate::error::{CoordError, Result};
 use crate::model::{ChatRequest, ModelClient};
-use crate::registry::{AgentReport, Registry};
+use crate::registry::{AgentReport, Registry, AGENT_CALL_TIMEOUT};
 use crate::session::{
     decide, pane_key, permission_keys, session_id, Decision, Limits, PermissionPolicy,
     SessionRecord, SnapshotFacts, Status, TurnRecord,
@@ -318,46 +317,22 @@ impl Engine {
         text: &str,
         force: bool,
     ) -> Result<pb::InjectResult> {
-        let r = self
-            .registry
-            .call(
-                machine,
-                pb::agent_command::Kind::Inject(pb::Inject {
-                    target: target.to_string(),
-                    text: text.to_string(),
-                    force,
-                    ..Default::default()
-                }),
-                INJECT_TIMEOUT,
-            )
-            .await?;
-        match r.detail {
-            Some(pb::command_result::Detail::Inject(i)) => Ok(i),
-            _ => Err(CoordError::Internal(
-                "agent answered an inject without a result".into(),
-            )),
-        }
+        let inject = pb::Inject {
+            target: target.to_string(),
+            text: text.to_string(),
+            force,
+            ..Default::default()
+        };
+        self.registry.inject(machine, inject).await
     }
 
     async fn capture(&self, machine: &str, target: &str) -> Result<pb::PaneSnapshot> {
-        let r = self
-            .registry
-            .call(
-                machine,
-                pb::agent_command::Kind::Capture(pb::Capture {
-                    target: target.to_string(),
-                    ansi: true,
-                    history_lines: 0,
-                }),
-                AGENT_CALL_TIMEOUT,
-            )
-            .await?;
-        match r.detail {
-            Some(pb::command_result::Detail::Snapshot(s)) => Ok(s),
-            _ => Err(CoordError::Internal(
-                "agent answered a capture without a snapshot".into(),
-            )),
-        }
+        let capture = pb::Capture {
+            target: target.to_string(),
+            ansi: true,
+            history_lines: 0,
+        };
+        self.registry.capture(machine, capture).await
     }
 
     /// `karl-ctl drive`: starts (or resumes) a session and returns once its task runs.

@@ -23,6 +23,11 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::error::{CoordError, Result};
 
+/// How long a capture, pane listing or watch may take on the agent.
+pub const AGENT_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// An injection waits for the paste, Enter and its verification (with retries).
+pub const INJECT_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// How long an agent may stay silent before another process may take its machine name.
 pub const STALE_AFTER: Duration = Duration::from_secs(20);
 
@@ -278,6 +283,40 @@ impl Registry {
                     secs: timeout.as_secs(),
                 })
             }
+        }
+    }
+
+    /// Asks `machine` for what a pane shows now.
+    pub async fn capture(&self, machine: &str, capture: pb::Capture) -> Result<pb::PaneSnapshot> {
+        let r = self
+            .call(
+                machine,
+                pb::agent_command::Kind::Capture(capture),
+                AGENT_CALL_TIMEOUT,
+            )
+            .await?;
+        match r.detail {
+            Some(pb::command_result::Detail::Snapshot(s)) => Ok(s),
+            _ => Err(CoordError::Internal(
+                "agent answered a capture without a snapshot".into(),
+            )),
+        }
+    }
+
+    /// Has `machine` type into a pane; the agent's own verdict comes back as the result.
+    pub async fn inject(&self, machine: &str, inject: pb::Inject) -> Result<pb::InjectResult> {
+        let r = self
+            .call(
+                machine,
+                pb::agent_command::Kind::Inject(inject),
+                INJECT_TIMEOUT,
+            )
+            .await?;
+        match r.detail {
+            Some(pb::command_result::Detail::Inject(i)) => Ok(i),
+            _ => Err(CoordError::Internal(
+                "agent answered an inject without a result".into(),
+            )),
         }
     }
 

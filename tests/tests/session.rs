@@ -211,9 +211,7 @@ fn permission_fleet(command: &str) -> Fleet {
 
 #[test]
 fn permission_under_escalate_waits_for_the_operator() {
-    let fleet = permission_fleet("cargo test --workspace");
-    let plan = fleet.plan_file(3);
-    let id = fleet.drive(&["--goal", "Test it", "--plan", &plan]);
+    let (fleet, id) = drive_under_policy("cargo test --workspace", "escalate");
     let show = fleet.wait_status(&id, Duration::from_secs(30), |s| s == "escalated");
     assert!(
         show["session"]["reason"]
@@ -228,43 +226,48 @@ fn permission_under_escalate_waits_for_the_operator() {
     );
     let out = fleet.ctl(&["approve", &id]);
     assert_eq!(out.code, 0, "{out:?}");
-    let ev = wait_for(Duration::from_secs(10), || {
+    assert_eq!(
+        permission_answer(&fleet)["permission"],
+        "approved",
+        "approval reached the pane"
+    );
+    fleet.wait_status(&id, Duration::from_secs(60), |s| s == "done");
+}
+
+/// A fleet whose agent asks permission to run `command`, driven under `policy`.
+fn drive_under_policy(command: &str, policy: &str) -> (Fleet, String) {
+    let fleet = permission_fleet(command);
+    let plan = fleet.plan_file(2);
+    let id = fleet.drive(&[
+        "--goal",
+        "Test it",
+        "--plan",
+        &plan,
+        "--permissions",
+        policy,
+    ]);
+    (fleet, id)
+}
+
+/// The stand-in's answer to its permission menu, once it has one.
+fn permission_answer(fleet: &Fleet) -> serde_json::Value {
+    wait_for(Duration::from_secs(30), || {
         standin_events(&fleet.standin_log, "permission").pop()
     })
-    .expect("approval reached the pane");
-    assert_eq!(ev["permission"], "approved");
-    fleet.wait_status(&id, Duration::from_secs(60), |s| s == "done");
+    .expect("a permission answer")
 }
 
 #[test]
 fn permission_under_approve_safe_and_deny() {
-    let fleet = permission_fleet("cargo test --workspace");
-    let plan = fleet.plan_file(2);
-    let id = fleet.drive(&[
-        "--goal",
-        "Test it",
-        "--plan",
-        &plan,
-        "--permissions",
-        "approve-safe",
-    ]);
-    let ev = wait_for(Duration::from_secs(30), || {
-        standin_events(&fleet.standin_log, "permission").pop()
-    })
-    .expect("a permission answer");
-    assert_eq!(ev["permission"], "approved", "a safe command is approved");
+    let (fleet, id) = drive_under_policy("cargo test --workspace", "approve-safe");
+    assert_eq!(
+        permission_answer(&fleet)["permission"],
+        "approved",
+        "a safe command is approved"
+    );
     fleet.wait_status(&id, Duration::from_secs(60), |s| s == "done");
 
-    let fleet = permission_fleet("rm -rf ~/projects");
-    let plan = fleet.plan_file(2);
-    let id = fleet.drive(&[
-        "--goal",
-        "Test it",
-        "--plan",
-        &plan,
-        "--permissions",
-        "approve-safe",
-    ]);
+    let (fleet, id) = drive_under_policy("rm -rf ~/projects", "approve-safe");
     let show = fleet.wait_status(&id, Duration::from_secs(30), |s| s == "escalated");
     assert!(
         show["session"]["reason"]
@@ -275,22 +278,8 @@ fn permission_under_approve_safe_and_deny() {
     );
     assert!(standin_events(&fleet.standin_log, "permission").is_empty());
 
-    let fleet = permission_fleet("cargo test --workspace");
-    let plan = fleet.plan_file(2);
-    let id = fleet.drive(&[
-        "--goal",
-        "Test it",
-        "--plan",
-        &plan,
-        "--permissions",
-        "deny",
-    ]);
-    let ev = wait_for(Duration::from_secs(30), || {
-        standin_events(&fleet.standin_log, "permission").pop()
-    })
-    .expect("a permission answer");
-    assert_eq!(ev["permission"], "denied");
-    drop(id);
+    let (fleet, _id) = drive_under_policy("cargo test --workspace", "deny");
+    assert_eq!(permission_answer(&fleet)["permission"], "denied");
 }
 
 #[test]
