@@ -17,6 +17,8 @@ pub struct AgentFile {
     pub token: Option<String>,
     /// tmux server: a socket name (`-L`) or, with a `/`, a socket path (`-S`).
     pub tmux_socket: Option<String>,
+    /// The tmux program: a path, or a name looked up on PATH (default `tmux`).
+    pub tmux_bin: Option<String>,
     pub heartbeat_secs: Option<u64>,
     pub backoff_max_secs: Option<u64>,
 }

@@ -161,7 +161,7 @@ impl ControlClient {
         cmd.stdin(Stdio::piped()).stderr(Stdio::null());
         let mut child = cmd.spawn().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => AgentError::TmuxMissing {
-                program: "tmux".into(),
+                program: tmux.program().to_string(),
                 source: e,
             },
             _ => attach_err(e.to_string()),
@@ -296,6 +296,49 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A control client's whole output as tmux 3.5a wrote it (attach, output with escaped
+    /// tab, backslash and ESC, a window added and killed, the session killed).
+    const TMUX_3_5A: &[u8] = br#"%begin 1795464105 271 0
+%end 1795464105 271 0
+%session-changed $0 work
+%output %0 \033[?2004hroot@vm:/work/main# 
+%output %0 printf "a\134tb\134\134\134\134c\134033[1mX\134n"\015\012\033[?2004l\015
+%output %0 a\011b\134c\033[1mX\015\012
+%output %0 \033[?2004hroot@vm:/work/main# 
+%window-add @1
+%window-renamed @1 tmux
+%output %1 \033[?2004hroot@vm:/work/main# 
+%unlinked-window-close @1
+%sessions-changed
+%exit
+"#;
+
+    #[test]
+    fn reads_a_tmux_3_5a_transcript() {
+        let notices: Vec<Notice> = TMUX_3_5A.split(|&b| b == b'\n').map(parse_line).collect();
+        assert_eq!(
+            notices[2],
+            Notice::SessionChanged {
+                session_id: "$0".into()
+            }
+        );
+        assert_eq!(
+            notices[5],
+            Notice::Output {
+                pane: "%0".into(),
+                bytes: "a\tb\\c\x1b[1mX\r\n".len()
+            }
+        );
+        let outputs = notices
+            .iter()
+            .filter(|n| matches!(n, Notice::Output { .. }))
+            .count();
+        assert_eq!(outputs, 5);
+        assert_eq!(notices[10], Notice::Topology);
+        assert_eq!(notices[12], Notice::Exit { reason: "".into() });
+        assert_eq!(notices[0], Notice::Other);
+    }
 
     #[test]
     fn parses_output_with_escapes() {

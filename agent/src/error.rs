@@ -29,6 +29,9 @@ pub enum AgentError {
         after: Duration,
         socket: String,
     },
+    /// The tmux binary is older than KARL supports.
+    #[error("{found} is too old: KARL needs tmux 3.2 or newer (install a newer tmux, or point --tmux-bin / KARL_TMUX_BIN at one)")]
+    TmuxTooOld { found: String },
     /// No tmux server answers on the configured socket.
     #[error("no tmux server is running on {socket}: start tmux there, or point the agent at the right server with --tmux-socket / KARL_TMUX_SOCKET")]
     NoServer { socket: String },

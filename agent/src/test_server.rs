@@ -1,7 +1,8 @@
 //! A private tmux server for tests and benchmarks: its own socket name
 //! (`karl-test-<random>`), no user config (`-f /dev/null`), killed when the guard drops, so
 //! no test touches the user's tmux or leaves a server behind. Synchronous on purpose: it
-//! must work in `Drop`.
+//! must work in `Drop`. The tmux program is `KARL_TMUX_BIN` when set, so one variable runs
+//! every real-tmux test against another tmux build.
 
 use std::process::{Command, Stdio};
 
@@ -32,12 +33,12 @@ impl TestServer {
 
     /// A [`Tmux`] handle on this server.
     pub fn tmux(&self) -> Tmux {
-        Tmux::new(Some(self.socket.clone()))
+        Tmux::new(Some(self.socket.clone())).with_program(crate::tmux::program_from_env())
     }
 
     /// Runs a tmux command on this server and returns its stdout.
     pub fn run(&self, args: &[&str]) -> std::io::Result<String> {
-        let out = Command::new("tmux")
+        let out = Command::new(crate::tmux::program_from_env())
             .args(["-u", "-L", &self.socket, "-f", "/dev/null"])
             .args(args)
             .env_remove("TMUX")

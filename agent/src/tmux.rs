@@ -18,22 +18,76 @@ use crate::error::{AgentError, Result};
 /// Default limit on one tmux call.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Field separator in `-F` formats: a control character no pane title, path or command
-/// holds in practice, and tmux prints it unchanged.
-const SEP: char = '\x1f';
-
-/// Marker line between the plain and the `-e` capture in one combined call. Captured screen
-/// text never holds control characters, so it cannot collide.
-const ANSI_MARKER: &str = "\x1fkarl-ansi\x1f";
+/// Field separator in `-F` formats: printable, so it survives tmux 3.4+, which prints
+/// control characters in format output as octal escapes (`\\037`). Free-form fields that
+/// come before the title pass through `#{s/␟/_/:…}`, so only the title — parsed last, with
+/// `splitn` — may contain it.
+const SEP: char = '␟';
 
 /// Pane metadata format. The title comes last so that anything in it survives `splitn`.
 const META_FORMAT: &str = concat!(
-    "#{pane_id}\x1f#{session_id}\x1f#{session_name}\x1f#{window_index}\x1f#{pane_index}\x1f",
-    "#{pane_current_command}\x1f#{pane_width}\x1f#{pane_height}\x1f#{pane_pid}\x1f",
-    "#{pane_in_mode}\x1f#{pane_dead}\x1f#{cursor_x}\x1f#{cursor_y}\x1f",
-    "#{pane_current_path}\x1f#{pane_title}"
+    "#{pane_id}␟#{session_id}␟#{s/␟/_/:session_name}␟#{window_index}␟#{pane_index}␟",
+    "#{s/␟/_/:pane_current_command}␟#{pane_width}␟#{pane_height}␟#{pane_pid}␟",
+    "#{pane_in_mode}␟#{pane_dead}␟#{cursor_x}␟#{cursor_y}␟",
+    "#{s/␟/_/:pane_current_path}␟#{pane_title}"
 );
 const META_FIELDS: usize = 15;
+
+/// The oldest tmux KARL runs on: 3.2 brought the control-mode and format behaviour the
+/// agent relies on (`-f ignore-size` on attach, `#{s/…/…/:…}` substitutions).
+pub const MIN_VERSION: TmuxVersion = TmuxVersion {
+    major: 3,
+    minor: 2,
+};
+
+/// A tmux release as `tmux -V` names it (`tmux 3.5a`, `tmux next-3.6`, `tmux 3.6-rc`); the
+/// letter suffix is a patch release and does not change behaviour KARL depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TmuxVersion {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl std::fmt::Display for TmuxVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// Parses `tmux -V` output. `None` for builds that name no number (`tmux master`,
+/// `tmux openbsd-7.5`): those are taken as new enough.
+pub fn parse_version(v_output: &str) -> Option<TmuxVersion> {
+    let word = v_output.split_whitespace().nth(1)?;
+    if word.starts_with("openbsd") {
+        return None;
+    }
+    let word = word.strip_prefix("next-").unwrap_or(word);
+    let (major, rest) = word.split_once('.')?;
+    let minor: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some(TmuxVersion {
+        major: major.parse().ok()?,
+        minor: minor.parse().ok()?,
+    })
+}
+
+/// Refuses a tmux older than [`MIN_VERSION`] with one line the operator can act on.
+pub fn check_version(v_output: &str) -> Result<()> {
+    match parse_version(v_output) {
+        Some(v) if v < MIN_VERSION => Err(AgentError::TmuxTooOld {
+            found: v_output.trim().to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The tmux program to run: `KARL_TMUX_BIN` when set (tests and CI use it to pick a tmux
+/// build), else `tmux` on PATH. The agent's `--tmux-bin` flag reads the same variable.
+pub fn program_from_env() -> String {
+    std::env::var("KARL_TMUX_BIN")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| "tmux".to_string())
+}
 
 /// What tmux says about one pane.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -142,19 +196,27 @@ pub struct RawCapture {
     pub ansi: Option<Vec<u8>>,
 }
 
-/// Splits the output of the combined capture call into its parts.
-pub fn split_capture(out: &[u8], with_ansi: bool) -> Result<RawCapture> {
+/// The line printed between the plain and the `-e` capture of one combined call: printable
+/// (tmux 3.4+ escapes control characters in `display-message` output) and new for every
+/// call, so no screen can hold it by accident or design.
+pub fn ansi_marker() -> String {
+    format!("␞karl-ansi-{:016x}␞", rand::random::<u64>())
+}
+
+/// Splits the output of the combined capture call into its parts; `ansi_marker` is the
+/// marker the call printed before the `-e` capture, `None` when it asked for none.
+pub fn split_capture(out: &[u8], ansi_marker: Option<&str>) -> Result<RawCapture> {
     let nl = out.iter().position(|&b| b == b'\n').unwrap_or(out.len());
     let meta = parse_meta(&String::from_utf8_lossy(&out[..nl]))?;
     let rest = out.get(nl + 1..).unwrap_or_default();
-    if !with_ansi {
+    let Some(marker) = ansi_marker else {
         return Ok(RawCapture {
             meta,
             text: rest.to_vec(),
             ansi: None,
         });
-    }
-    let marker = format!("{ANSI_MARKER}\n");
+    };
+    let marker = format!("{marker}\n");
     let at = find(rest, marker.as_bytes())
         .filter(|&i| i == 0 || rest[i - 1] == b'\n')
         .ok_or_else(|| AgentError::Parse {
@@ -242,6 +304,11 @@ impl Tmux {
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
+    }
+
+    /// The tmux program this handle runs.
+    pub fn program(&self) -> &str {
+        &self.program
     }
 
     /// The configured socket, if any.
@@ -360,6 +427,14 @@ impl Tmux {
         Ok(self.run(&["-V"]).await?.trim().to_string())
     }
 
+    /// `tmux -V` after checking that this tmux is one KARL supports: the agent refuses to
+    /// start on a tmux it would misread.
+    pub async fn supported_version(&self) -> Result<String> {
+        let v = self.version().await?;
+        check_version(&v)?;
+        Ok(v)
+    }
+
     /// Every pane of the server; empty when no server is running.
     pub async fn list_panes(&self) -> Result<Vec<PaneMeta>> {
         match self.run(&["list-panes", "-a", "-F", META_FORMAT]).await {
@@ -404,15 +479,16 @@ impl Tmux {
         if history > 0 {
             args.extend(["-S", &start]);
         }
-        if ansi {
-            args.extend([";", "display-message", "-p", "-t", pane_id, ANSI_MARKER]);
+        let marker = ansi.then(ansi_marker);
+        if let Some(marker) = &marker {
+            args.extend([";", "display-message", "-p", "-t", pane_id, marker]);
             args.extend([";", "capture-pane", "-p", "-e", "-t", pane_id]);
             if history > 0 {
                 args.extend(["-S", &start]);
             }
         }
         let out = self.run_bytes(&args, None, Some(pane_id)).await?;
-        split_capture(&out, ansi)
+        split_capture(&out, marker.as_deref())
     }
 
     /// The tmux server's process id (for benchmarks and diagnostics).
@@ -431,7 +507,7 @@ mod tests {
     use super::*;
 
     fn line(fields: &[&str]) -> String {
-        fields.join("\x1f")
+        fields.join("␟")
     }
 
     const GOOD: [&str; 15] = [
@@ -472,8 +548,8 @@ mod tests {
     #[test]
     fn title_may_hold_anything() {
         let mut f = GOOD;
-        f[14] = "a\x1fb: c";
-        assert_eq!(parse_meta(&line(&f)).unwrap().title, "a\x1fb: c");
+        f[14] = "a␟b: c";
+        assert_eq!(parse_meta(&line(&f)).unwrap().title, "a␟b: c");
         f[14] = "";
         assert_eq!(parse_meta(&line(&f)).unwrap().title, "");
     }
@@ -515,20 +591,60 @@ mod tests {
     #[test]
     fn splits_combined_captures() {
         let meta = line(&GOOD);
-        let out = format!("{meta}\nhello\n❯ \n\n{ANSI_MARKER}\n\x1b[1mhello\x1b[0m\n❯ \n");
-        let c = split_capture(out.as_bytes(), true).unwrap();
+        let marker = ansi_marker();
+        assert_ne!(marker, ansi_marker(), "a new marker for every call");
+        assert!(!marker.chars().any(char::is_control));
+        let out = format!("{meta}\nhello\n❯ \n\n{marker}\n\x1b[1mhello\x1b[0m\n❯ \n");
+        let c = split_capture(out.as_bytes(), Some(&marker)).unwrap();
         assert_eq!(c.meta.pane_id, "%12");
         assert_eq!(c.text, "hello\n❯ \n\n".as_bytes());
         assert_eq!(c.ansi.unwrap(), "\x1b[1mhello\x1b[0m\n❯ \n".as_bytes());
 
-        let c = split_capture(format!("{meta}\nplain\n").as_bytes(), false).unwrap();
+        let c = split_capture(format!("{meta}\nplain\n").as_bytes(), None).unwrap();
         assert_eq!(c.text, b"plain\n");
         assert!(c.ansi.is_none());
         // Metadata only (an empty screen).
-        let c = split_capture(meta.as_bytes(), false).unwrap();
+        let c = split_capture(meta.as_bytes(), None).unwrap();
         assert!(c.text.is_empty());
-        assert!(split_capture(format!("{meta}\nno marker\n").as_bytes(), true).is_err());
-        assert!(split_capture(b"garbage\n", false).is_err());
+        assert!(split_capture(format!("{meta}\nno marker\n").as_bytes(), Some(&marker)).is_err());
+        // A screen line that merely looks like a marker is screen text.
+        let fake = format!("{meta}\n␞karl-ansi-0000000000000000␞\n{marker}\nx\n");
+        let c = split_capture(fake.as_bytes(), Some(&marker)).unwrap();
+        assert_eq!(c.text, "␞karl-ansi-0000000000000000␞\n".as_bytes());
+        assert!(split_capture(b"garbage\n", None).is_err());
+    }
+
+    /// tmux 3.4+ prints control characters in `-F` output as octal escapes: the line that
+    /// `list-panes -F` gave 3.5a when the separator was `\x1f`. The format must never
+    /// depend on control characters again.
+    #[test]
+    fn regression_tmux_3_5_escapes_control_separators() {
+        assert!(parse_meta("%0\\037$0\\037work\\0370\\0370").is_err());
+        assert!(!META_FORMAT.chars().any(char::is_control));
+        assert_eq!(META_FORMAT.matches("#{").count(), META_FIELDS);
+        // Fourteen separators, plus one in each of the three `s/␟/_/` substitutions.
+        assert_eq!(META_FORMAT.matches(SEP).count(), META_FIELDS - 1 + 3);
+    }
+
+    #[test]
+    fn versions() {
+        let v = |s: &str| parse_version(s);
+        assert_eq!(v("tmux 3.3a"), Some(TmuxVersion { major: 3, minor: 3 }));
+        assert_eq!(v("tmux 3.5a\n"), Some(TmuxVersion { major: 3, minor: 5 }));
+        assert_eq!(v("tmux 3.6"), Some(TmuxVersion { major: 3, minor: 6 }));
+        assert_eq!(v("tmux next-3.7"), Some(TmuxVersion { major: 3, minor: 7 }));
+        assert_eq!(v("tmux 3.6-rc3"), Some(TmuxVersion { major: 3, minor: 6 }));
+        assert_eq!(v("tmux 10.0"), Some(TmuxVersion { major: 10, minor: 0 }));
+        assert_eq!(v("tmux master"), None);
+        assert_eq!(v("tmux openbsd-7.5"), None);
+        assert_eq!(v(""), None);
+        assert!(check_version("tmux 3.2").is_ok());
+        assert!(check_version("tmux 3.2a").is_ok());
+        assert!(check_version("tmux 3.5a").is_ok());
+        assert!(check_version("tmux master").is_ok());
+        let e = check_version("tmux 3.1c").unwrap_err().to_string();
+        assert!(e.contains("tmux 3.1c") && e.contains("3.2"), "{e}");
+        assert!(check_version("tmux 2.9a").is_err());
     }
 
     #[test]

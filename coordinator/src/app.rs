@@ -56,11 +56,13 @@ pub async fn run(
             cfg.local_machine.clone(),
             cfg.token.clone(),
         );
+        let tmux = karl_agent::tmux::Tmux::new(cfg.tmux_socket.clone())
+            .with_program(cfg.tmux_bin.clone());
+        tmux.supported_version()
+            .await
+            .map_err(|e| CoordError::InvalidArgument(format!("the local agent: {e}")))?;
         let (events_tx, events_rx) = tokio::sync::mpsc::channel(1024);
-        let host = Arc::new(karl_agent::panes::PaneHost::new(
-            karl_agent::tmux::Tmux::new(cfg.tmux_socket.clone()),
-            events_tx,
-        ));
+        let host = Arc::new(karl_agent::panes::PaneHost::new(tmux, events_tx));
         let mut stop = stop_rx.clone();
         let h = host.clone();
         Some((

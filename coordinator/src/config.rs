@@ -28,6 +28,8 @@ pub struct CoordFile {
     /// Machine name of the in-process agent (`--local-agent`).
     pub local_machine: Option<String>,
     pub tmux_socket: Option<String>,
+    /// The in-process agent's tmux program (default `tmux`).
+    pub tmux_bin: Option<String>,
     #[serde(default)]
     pub model: Option<ModelConfig>,
     #[serde(default)]
@@ -59,6 +61,8 @@ pub struct CoordConfig {
     pub local_agent: bool,
     pub local_machine: String,
     pub tmux_socket: Option<String>,
+    /// The in-process agent's tmux program: a path or a name on PATH.
+    pub tmux_bin: String,
     /// Model client settings; no URLs means no model (every session runs plan-only).
     pub model: ModelConfig,
     pub context: ContextConfig,
@@ -76,6 +80,7 @@ impl CoordConfig {
             local_agent: false,
             local_machine: "local".into(),
             tmux_socket: None,
+            tmux_bin: karl_agent::tmux::program_from_env(),
             model: ModelConfig {
                 urls: Vec::new(),
                 ..ModelConfig::default()

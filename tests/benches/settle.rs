@@ -100,7 +100,7 @@ fn main() {
 
     // The bench's own view of the pane's output.
     let outputs: Arc<Mutex<Vec<f64>>> = Arc::default();
-    let mut watcher = Command::new("tmux")
+    let mut watcher = Command::new(karl_agent::tmux::program_from_env())
         .args(["-L", &tmux.socket, "-f", "/dev/null", "-C"])
         .args(["attach-session", "-t", "work", "-f", "ignore-size"])
         .env_remove("TMUX")

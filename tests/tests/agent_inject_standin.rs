@@ -34,7 +34,11 @@ fn server() -> TmuxServer {
 
 fn host(server: &TmuxServer) -> PaneHost {
     let (tx, _rx) = mpsc::channel(64);
-    PaneHost::new(Tmux::new(Some(server.socket().to_string())), tx)
+    PaneHost::new(
+        Tmux::new(Some(server.socket().to_string()))
+            .with_program(karl_agent::tmux::program_from_env()),
+        tx,
+    )
 }
 
 fn inject(target: &str, text: &str) -> pb::Inject {

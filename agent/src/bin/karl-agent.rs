@@ -30,6 +30,9 @@ struct Args {
     /// tmux server: socket name (-L) or, with a '/', socket path (-S). Default: the user's.
     #[arg(long, env = "KARL_TMUX_SOCKET")]
     tmux_socket: Option<String>,
+    /// The tmux program (a path or a name on PATH). Default: tmux.
+    #[arg(long, env = "KARL_TMUX_BIN")]
+    tmux_bin: Option<String>,
     /// Config file (TOML); default ~/.config/karl/karl-agent.toml if present.
     #[arg(long, env = "KARL_AGENT_CONFIG")]
     config: Option<PathBuf>,
@@ -90,9 +93,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
         cfg.backoff_max = Duration::from_secs(s.max(1));
     }
     let socket = args.tmux_socket.or(file.tmux_socket);
+    let program = args
+        .tmux_bin
+        .or(file.tmux_bin)
+        .unwrap_or_else(|| "tmux".to_string());
+    let tmux = Tmux::new(socket).with_program(program);
+    let tmux_version = tmux.supported_version().await?;
     let (events_tx, events_rx) = tokio::sync::mpsc::channel(1024);
-    let host = Arc::new(PaneHost::new(Tmux::new(socket), events_tx));
-    tracing::info!(target: "agent", coord = %cfg.coord, machine = %cfg.machine, "karl-agent starting");
+    let host = Arc::new(PaneHost::new(tmux, events_tx));
+    tracing::info!(target: "agent", coord = %cfg.coord, machine = %cfg.machine, tmux = %tmux_version, "karl-agent starting");
     karl_agent::link::run(cfg, host.clone(), events_rx, karl_agent::shutdown_signal()).await;
     host.shutdown().await;
     Ok(())

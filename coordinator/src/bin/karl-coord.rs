@@ -43,6 +43,9 @@ struct Args {
     /// tmux server of the in-process agent: socket name (-L) or path (-S).
     #[arg(long, env = "KARL_TMUX_SOCKET")]
     tmux_socket: Option<String>,
+    /// tmux program of the in-process agent (a path or a name on PATH). Default: tmux.
+    #[arg(long, env = "KARL_TMUX_BIN")]
+    tmux_bin: Option<String>,
     /// Config file (TOML); default ~/.config/karl/karl-coord.toml if present.
     #[arg(long, env = "KARL_COORD_CONFIG")]
     config: Option<PathBuf>,
@@ -99,6 +102,10 @@ fn resolve(args: Args) -> anyhow::Result<CoordConfig> {
             .or(file.local_machine)
             .unwrap_or_else(|| "local".to_string()),
         tmux_socket: args.tmux_socket.or(file.tmux_socket),
+        tmux_bin: args
+            .tmux_bin
+            .or(file.tmux_bin)
+            .unwrap_or_else(|| "tmux".to_string()),
         model,
         context,
         engine: file.engine.unwrap_or_default(),

@@ -31,7 +31,7 @@ struct DemoTmux {
 
 impl DemoTmux {
     fn tmux(&self) -> Command {
-        let mut c = Command::new("tmux");
+        let mut c = Command::new(karl_agent::tmux::program_from_env());
         c.args(["-L", &self.socket, "-f", "/dev/null"])
             .env_remove("TMUX");
         c
@@ -61,7 +61,7 @@ fn standin_path() -> anyhow::Result<PathBuf> {
 
 pub async fn run(turns: u32, keep: bool, json: bool) -> anyhow::Result<ExitCode> {
     let standin = standin_path()?;
-    let version = Command::new("tmux")
+    let version = Command::new(karl_agent::tmux::program_from_env())
         .arg("-V")
         .output()
         .ok()

@@ -83,7 +83,7 @@ impl TmuxServer {
     }
 
     fn command(&self) -> Command {
-        let mut c = Command::new("tmux");
+        let mut c = Command::new(karl_agent::tmux::program_from_env());
         c.arg("-L").arg(&self.socket).arg("-f").arg("/dev/null");
         c
     }
