@@ -35,10 +35,7 @@ const META_FIELDS: usize = 15;
 
 /// The oldest tmux KARL runs on: 3.2 brought the control-mode and format behaviour the
 /// agent relies on (`-f ignore-size` on attach, `#{s/…/…/:…}` substitutions).
-pub const MIN_VERSION: TmuxVersion = TmuxVersion {
-    major: 3,
-    minor: 2,
-};
+pub const MIN_VERSION: TmuxVersion = TmuxVersion { major: 3, minor: 2 };
 
 /// A tmux release as `tmux -V` names it (`tmux 3.5a`, `tmux next-3.6`, `tmux 3.6-rc`); the
 /// letter suffix is a patch release and does not change behaviour KARL depends on.
@@ -634,7 +631,13 @@ mod tests {
         assert_eq!(v("tmux 3.6"), Some(TmuxVersion { major: 3, minor: 6 }));
         assert_eq!(v("tmux next-3.7"), Some(TmuxVersion { major: 3, minor: 7 }));
         assert_eq!(v("tmux 3.6-rc3"), Some(TmuxVersion { major: 3, minor: 6 }));
-        assert_eq!(v("tmux 10.0"), Some(TmuxVersion { major: 10, minor: 0 }));
+        assert_eq!(
+            v("tmux 10.0"),
+            Some(TmuxVersion {
+                major: 10,
+                minor: 0
+            })
+        );
         assert_eq!(v("tmux master"), None);
         assert_eq!(v("tmux openbsd-7.5"), None);
         assert_eq!(v(""), None);

@@ -50,10 +50,15 @@ pub fn init_logging(default_filter: &str) {
     use tracing_subscriber::EnvFilter;
     let filter =
         EnvFilter::try_from_env("KARL_LOG").unwrap_or_else(|_| EnvFilter::new(default_filter));
+    // Colour only for a person at a terminal: launchd and systemd write stderr to log
+    // files, where escape codes are noise. NO_COLOR (no-color.org) turns it off anyway.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     // A second init (tests that call a binary's entry twice) is harmless: keep the first.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .try_init();
 }
 

@@ -56,8 +56,8 @@ pub async fn run(
             cfg.local_machine.clone(),
             cfg.token.clone(),
         );
-        let tmux = karl_agent::tmux::Tmux::new(cfg.tmux_socket.clone())
-            .with_program(cfg.tmux_bin.clone());
+        let tmux =
+            karl_agent::tmux::Tmux::new(cfg.tmux_socket.clone()).with_program(cfg.tmux_bin.clone());
         tmux.supported_version()
             .await
             .map_err(|e| CoordError::InvalidArgument(format!("the local agent: {e}")))?;

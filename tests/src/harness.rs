@@ -192,8 +192,9 @@ impl Default for Scratch {
     }
 }
 
-/// A command with a scrubbed environment: no KARL_* from the developer's shell, a
-/// private HOME so no personal config file is read.
+/// A command with a scrubbed environment: no KARL_* from the developer's shell but the
+/// tmux program under test (`KARL_TMUX_BIN`, so agents run the same tmux as the test's
+/// server), a private HOME so no personal config file is read.
 pub fn karl_command(binary: &str, home: &Path) -> Command {
     let mut cmd = Command::new(bin(binary));
     for (k, _) in std::env::vars() {
@@ -201,7 +202,8 @@ pub fn karl_command(binary: &str, home: &Path) -> Command {
             cmd.env_remove(k);
         }
     }
-    cmd.env("HOME", home)
+    cmd.env("KARL_TMUX_BIN", karl_agent::tmux::program_from_env())
+        .env("HOME", home)
         .env(
             "KARL_LOG",
             "info,coord.engine=debug,coord.engine.screen=trace,agent.inject=debug,agent.link=debug",

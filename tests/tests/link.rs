@@ -17,7 +17,7 @@ fn agent_appears_with_its_panes_and_token_is_required() {
     let tmux = TmuxServer::new();
     let pane = tmux.new_session("agent-codex", 100, 30, "bash --norc --noprofile");
     let coord = Coord::start(&scratch, Some(TOKEN), &[]);
-    let _agent = start_agent(&scratch, &coord.url(), "mac2", Some(TOKEN), &tmux.socket);
+    let agent = start_agent(&scratch, &coord.url(), "mac2", Some(TOKEN), &tmux.socket);
 
     let entry = wait_agent(&scratch, &coord, "mac2", Duration::from_secs(15))
         .expect("agent never appeared");
@@ -25,13 +25,24 @@ fn agent_appears_with_its_panes_and_token_is_required() {
         entry["version"].as_str().is_some_and(|v| !v.is_empty()),
         "{entry}"
     );
-    assert!(
-        entry["tmux_version"]
-            .as_str()
-            .is_some_and(|v| v.starts_with("tmux")),
+    // The agent runs the tmux under test (KARL_TMUX_BIN), not whatever is on PATH.
+    let under_test = std::process::Command::new(karl_agent::tmux::program_from_env())
+        .arg("-V")
+        .output()
+        .expect("tmux -V");
+    assert_eq!(
+        entry["tmux_version"].as_str(),
+        Some(String::from_utf8_lossy(&under_test.stdout).trim()),
         "{entry}"
     );
     assert!(entry["connected_unix_ms"].as_u64().unwrap_or(0) > 0);
+    // Logs written to a file (as launchd and systemd do) carry no colour codes.
+    let coord_log = coord.proc.log_text();
+    assert!(coord_log.contains("karl-coord listening"), "{coord_log}");
+    assert!(!coord_log.contains('\x1b'), "{coord_log}");
+    let agent_log = agent.log_text();
+    assert!(agent_log.contains("karl-agent starting"), "{agent_log}");
+    assert!(!agent_log.contains('\x1b'), "{agent_log}");
     assert!(entry["last_heartbeat_unix_ms"].as_u64().unwrap_or(0) > 0);
 
     // Text output has the header and the machine.
