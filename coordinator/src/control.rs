@@ -15,15 +15,21 @@ use tonic::{Request, Response, Status};
 
 use crate::engine::Engine;
 use crate::registry::{AgentReport, Registry, AGENT_CALL_TIMEOUT};
+use crate::server::Closing;
 
 pub struct ControlService {
     registry: Arc<Registry>,
     engine: Arc<Engine>,
+    closing: Closing,
 }
 
 impl ControlService {
-    pub fn new(registry: Arc<Registry>, engine: Arc<Engine>) -> Self {
-        ControlService { registry, engine }
+    pub fn new(registry: Arc<Registry>, engine: Arc<Engine>, closing: Closing) -> Self {
+        ControlService {
+            registry,
+            engine,
+            closing,
+        }
     }
 }
 
@@ -152,9 +158,9 @@ impl pb::control_server::Control for ControlService {
                 }
             }
         });
-        Ok(Response::new(Box::pin(
+        Ok(Response::new(Box::pin(self.closing.end_stream(
             tokio_stream::wrappers::ReceiverStream::new(rx),
-        )))
+        ))))
     }
 
     async fn send_text(
@@ -203,7 +209,7 @@ impl pb::control_server::Control for ControlService {
     ) -> Result<Response<Self::FollowSessionStream>, Status> {
         let req = req.into_inner();
         let stream = self.engine.follow(&req.id, req.from_start)?;
-        Ok(Response::new(stream))
+        Ok(Response::new(Box::pin(self.closing.end_stream(stream))))
     }
 
     async fn set_session_state(

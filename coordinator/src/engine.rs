@@ -98,6 +98,9 @@ pub struct Engine {
     me: std::sync::Weak<Engine>,
 }
 
+/// How long session tasks get to leave on their own at shutdown.
+const SESSION_STOP_GRACE: Duration = Duration::from_secs(2);
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -179,14 +182,24 @@ impl Engine {
         rec.awaiting_busy = false;
     }
 
-    /// Stops every session task; records stay in sled and resume on the next start.
+    /// Stops every session task; records stay in sled and resume on the next start. Tasks
+    /// leave at their next await point; one still busy after [`SESSION_STOP_GRACE`] (a
+    /// model call in flight) is aborted, which is safe: a turn is committed as pending
+    /// before it is typed, and a pending turn is never retyped.
     pub async fn shutdown(&self) {
         let _ = self.stop_tx.send(true);
         let tasks: Vec<JoinHandle<()>> = lock(&self.handles).drain().map(|(_, h)| h.task).collect();
-        for t in tasks {
-            let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+        let aborts: Vec<_> = tasks.iter().map(JoinHandle::abort_handle).collect();
+        if tokio::time::timeout(SESSION_STOP_GRACE, futures::future::join_all(tasks))
+            .await
+            .is_err()
+        {
+            tracing::warn!(target: "coord.engine", "session tasks still busy at shutdown; aborting them");
+            aborts.iter().for_each(tokio::task::AbortHandle::abort);
         }
-        let _ = self.store.flush();
+        if let Err(e) = self.store.flush() {
+            tracing::error!(target: "coord.engine", error = %e, "cannot flush the store at shutdown");
+        }
     }
 
     fn other_sessions(&self, except: &str) -> Vec<OtherSession> {

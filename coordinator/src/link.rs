@@ -17,17 +17,19 @@ use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::registry::Registry;
+use crate::server::Closing;
 
 /// How long a new stream may take to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct AgentLinkService {
     registry: Arc<Registry>,
+    closing: Closing,
 }
 
 impl AgentLinkService {
-    pub fn new(registry: Arc<Registry>) -> Self {
-        AgentLinkService { registry }
+    pub fn new(registry: Arc<Registry>, closing: Closing) -> Self {
+        AgentLinkService { registry, closing }
     }
 }
 
@@ -78,6 +80,7 @@ impl pb::agent_link_server::AgentLink for AgentLinkService {
         tracing::info!(target: "coord.link", %machine, %peer, instance = agent.instance_id(), "agent connected");
 
         let registry = self.registry.clone();
+        let mut inbound = self.closing.end_stream(inbound);
         tokio::spawn(async move {
             while let Some(item) = inbound.next().await {
                 match item {
@@ -92,7 +95,7 @@ impl pb::agent_link_server::AgentLink for AgentLinkService {
             tracing::info!(target: "coord.link", machine = %agent.machine, "agent disconnected");
         });
 
-        let out = ReceiverStream::new(cmd_rx).map(Ok);
+        let out = self.closing.end_stream(ReceiverStream::new(cmd_rx).map(Ok));
         Ok(Response::new(Box::pin(out)))
     }
 }

@@ -2,6 +2,10 @@
 //! tower layers: the shared-token check, a per-request timeout (which bounds only the
 //! time to response headers, so long-lived streams are unaffected), a concurrency limit,
 //! and HTTP/2 keepalive so a vanished agent's stream is noticed.
+//!
+//! Stopping: when the shutdown future completes, every long-lived stream (agent links,
+//! pane watches, session follows) ends through [`Closing`], so graceful shutdown has
+//! nothing to wait for; connections still open after [`SHUTDOWN_GRACE`] are dropped.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -19,6 +23,39 @@ use crate::control::ControlService;
 use crate::engine::Engine;
 use crate::link::AgentLinkService;
 use crate::registry::Registry;
+
+/// How long open connections get to finish once the server is told to stop. Streams end
+/// at once, so this only bounds a peer that does not close its side.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// The server is stopping: long-lived response streams end when this fires. Cheap to
+/// clone; every stream holds one.
+#[derive(Debug, Clone)]
+pub struct Closing(tokio::sync::watch::Receiver<bool>);
+
+impl Closing {
+    /// A signal and the sender that fires it.
+    pub fn new() -> (tokio::sync::watch::Sender<bool>, Closing) {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        (tx, Closing(rx))
+    }
+
+    /// Completes once the server is stopping (or its sender is gone).
+    pub async fn closed(mut self) {
+        let _ = self.0.wait_for(|closing| *closing).await;
+    }
+
+    /// `stream`, ending when the server stops.
+    pub fn end_stream<S: futures::Stream + Send + 'static>(
+        &self,
+        stream: S,
+    ) -> impl futures::Stream<Item = S::Item> + Send + Unpin + 'static
+    where
+        S: Unpin,
+    {
+        futures::StreamExt::take_until(stream, Box::pin(self.clone().closed()))
+    }
+}
 
 /// What the server needs: shared state built by the caller (so tests and
 /// `--local-agent` can reach it).
@@ -62,10 +99,11 @@ pub async fn serve(
     state: ServerState,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
+    let (close, closing) = Closing::new();
     let layer = tower::ServiceBuilder::new()
         .layer(InterceptorLayer::new(auth_interceptor(state.token.clone())))
         .into_inner();
-    Server::builder()
+    let server = Server::builder()
         .timeout(Duration::from_secs(60))
         .concurrency_limit_per_connection(256)
         .http2_keepalive_interval(Some(Duration::from_secs(10)))
@@ -73,12 +111,27 @@ pub async fn serve(
         .tcp_nodelay(true)
         .layer(layer)
         .add_service(pb::agent_link_server::AgentLinkServer::new(
-            AgentLinkService::new(state.registry.clone()),
+            AgentLinkService::new(state.registry.clone(), closing.clone()),
         ))
         .add_service(pb::control_server::ControlServer::new(ControlService::new(
             state.registry.clone(),
             state.engine.clone(),
+            closing.clone(),
         )))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
-        .await
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
+            shutdown.await;
+            tracing::info!(target: "coord", "stopping: closing streams");
+            let _ = close.send(true);
+        });
+    tokio::pin!(server);
+    tokio::select! {
+        served = &mut server => served,
+        () = async {
+            closing.closed().await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => {
+            tracing::warn!(target: "coord", grace = ?SHUTDOWN_GRACE, "connections still open after the grace period; dropping them");
+            Ok(())
+        }
+    }
 }
