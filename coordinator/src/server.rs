@@ -46,12 +46,9 @@ impl Closing {
     }
 
     /// `stream`, ending when the server stops.
-    pub fn end_stream<S: futures::Stream + Send + 'static>(
-        &self,
-        stream: S,
-    ) -> impl futures::Stream<Item = S::Item> + Send + Unpin + 'static
+    pub fn end_stream<S>(&self, stream: S) -> impl futures::Stream<Item = S::Item> + Send + Unpin
     where
-        S: Unpin,
+        S: futures::Stream + Send + Unpin + 'static,
     {
         futures::StreamExt::take_until(stream, Box::pin(self.clone().closed()))
     }
