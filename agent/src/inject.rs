@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use karl_common::detect::{Detection, Detector, PaneState};
+use karl_common::detect::{is_shell_command, AgentKind, Detection, Detector, PaneState};
 use karl_common::pane_text;
 use karl_common::pb;
 use tracing::{debug, info};
@@ -106,6 +106,9 @@ pub struct InjectMemory {
 pub enum Plan {
     /// Paste the text, then Enter.
     Paste,
+    /// Paste the text, press Enter once, and do not look for a submission: the program in
+    /// the pane has no input box KARL can read (a forced send to a REPL, `cat`, a script).
+    PasteUnverified,
     /// The same text already sits unsubmitted in the box: Enter only.
     EnterOnly,
     /// Type nothing.
@@ -125,6 +128,18 @@ fn excerpt(s: &str) -> String {
     } else {
         one_line
     }
+}
+
+/// The foreground program of a pane no rules can read: neither an agent CLI KARL knows
+/// nor a shell at its prompt (a REPL, `cat`, a script, a build). `None` when KARL can read
+/// the pane, or when tmux named no program.
+pub fn unreadable_program<'a>(meta: &'a PaneMeta, det: &Detection) -> Option<&'a str> {
+    let cmd = meta.current_command.as_str();
+    let agent = matches!(
+        det.agent,
+        AgentKind::Claude | AgentKind::Codex | AgentKind::Aider | AgentKind::Gemini
+    );
+    (!agent && !cmd.is_empty() && !is_shell_command(cmd)).then_some(cmd)
 }
 
 /// Decides whether and how to type `text` into a pane that looks like `meta`, classified
@@ -166,6 +181,17 @@ pub fn plan(
                  submit or clear it before typing new text"
             ));
         }
+    }
+    if let Some(program) = unreadable_program(meta, det) {
+        return if force {
+            Plan::PasteUnverified
+        } else {
+            Plan::Refuse(format!(
+                "pane {pane} runs {program:?}, a program KARL has no rules for, so it cannot \
+                 tell whether {program} is waiting for input; look at the pane, then add \
+                 --force to type the text once and press Enter once"
+            ))
+        };
     }
     if force {
         return Plan::Paste;
@@ -248,6 +274,55 @@ async fn look(
     Ok((cleaned, det, hash))
 }
 
+/// `load-buffer` + `paste-buffer -p -r -d`: the text in the pane once, or an outcome saying
+/// that nothing was typed.
+async fn paste(
+    tmux: &Tmux,
+    pane_id: &str,
+    text: &str,
+    buffer: &str,
+) -> std::result::Result<(), Outcome> {
+    if let Err(e) = tmux
+        .run_bytes(
+            &["load-buffer", "-b", buffer, "-"],
+            Some(text.as_bytes()),
+            None,
+        )
+        .await
+    {
+        return Err(Outcome::failed(
+            format!("nothing typed: loading the paste buffer failed: {e}"),
+            0,
+        ));
+    }
+    if let Err(e) = tmux
+        .run_bytes(
+            &[
+                "paste-buffer",
+                "-p",
+                "-r",
+                "-d",
+                "-b",
+                buffer,
+                "-t",
+                pane_id,
+            ],
+            None,
+            Some(pane_id),
+        )
+        .await
+    {
+        let _ = tmux
+            .run_bytes(&["delete-buffer", "-b", buffer], None, None)
+            .await;
+        return Err(Outcome::failed(
+            format!("nothing typed: pasting failed: {e}"),
+            0,
+        ));
+    }
+    Ok(())
+}
+
 /// Runs the protocol on a resolved pane. The caller holds the pane's lock and passes the
 /// pane's memory; `buffer` is a buffer name unique to this call.
 pub async fn run(
@@ -286,43 +361,33 @@ pub async fn run(
     match plan {
         Plan::Refuse(reason) => return Outcome::refused(reason),
         Plan::EnterOnly => {}
+        Plan::PasteUnverified => {
+            memory.leftover = None;
+            if let Err(failed) = paste(tmux, pane_id, &i.text, buffer).await {
+                return failed;
+            }
+            tokio::time::sleep(enter_delay).await;
+            if let Err(e) = tmux
+                .run_bytes(&["send-keys", "-t", pane_id, "Enter"], None, Some(pane_id))
+                .await
+            {
+                return Outcome::failed(format!("text pasted but Enter could not be sent: {e}"), 0);
+            }
+            let program = &before.meta.current_command;
+            info!(target: "agent.inject", pane = pane_id, bytes = i.text.len(), %program, "typed without verification");
+            return Outcome {
+                outcome: pb::InjectOutcome::Submitted,
+                reason: format!(
+                    "typed once with one Enter into {program:?}, which KARL cannot read: not verified"
+                ),
+                enter_retries: 0,
+            };
+        }
         Plan::Paste => {
             // Whatever we remembered is stale: the screen moved on or the operator forced.
             memory.leftover = None;
-            if let Err(e) = tmux
-                .run_bytes(
-                    &["load-buffer", "-b", buffer, "-"],
-                    Some(i.text.as_bytes()),
-                    None,
-                )
-                .await
-            {
-                return Outcome::failed(
-                    format!("nothing typed: loading the paste buffer failed: {e}"),
-                    0,
-                );
-            }
-            if let Err(e) = tmux
-                .run_bytes(
-                    &[
-                        "paste-buffer",
-                        "-p",
-                        "-r",
-                        "-d",
-                        "-b",
-                        buffer,
-                        "-t",
-                        pane_id,
-                    ],
-                    None,
-                    Some(pane_id),
-                )
-                .await
-            {
-                let _ = tmux
-                    .run_bytes(&["delete-buffer", "-b", buffer], None, None)
-                    .await;
-                return Outcome::failed(format!("nothing typed: pasting failed: {e}"), 0);
+            if let Err(failed) = paste(tmux, pane_id, &i.text, buffer).await {
+                return failed;
             }
             tokio::time::sleep(enter_delay).await;
             // The screen with our text in the box: Enter must change it.
@@ -514,6 +579,42 @@ mod tests {
                 Plan::Paste
             );
         }
+    }
+
+    /// Regression: `send` to a REPL or `cat` said "the agent is working", and `--force`
+    /// typed the text and then pressed Enter twice more.
+    #[test]
+    fn a_program_karl_cannot_read_is_named_and_typed_into_only_when_forced() {
+        let mut m = meta();
+        m.current_command = "python3".into();
+        for state in [PaneState::Working, PaneState::Unknown, PaneState::Idle] {
+            let mut d = det(state, None);
+            for agent in [AgentKind::Unknown, AgentKind::Shell] {
+                d.agent = agent;
+                let r = refused(plan(&m, &d, "print(1)", false, None, "h"));
+                assert!(
+                    r.contains("\"python3\"") && r.contains("--force") && !r.contains("working"),
+                    "{r}"
+                );
+                assert_eq!(
+                    plan(&m, &d, "print(1)", true, None, "h"),
+                    Plan::PasteUnverified
+                );
+            }
+        }
+        // A known agent under any process name, and a shell at its prompt, stay readable.
+        let mut d = det(PaneState::Idle, None);
+        d.agent = AgentKind::Claude;
+        m.current_command = "node".into();
+        assert_eq!(plan(&m, &d, "hi", false, None, "h"), Plan::Paste);
+        d.agent = AgentKind::Shell;
+        m.current_command = "-zsh".into();
+        assert_eq!(plan(&m, &d, "ls", false, None, "h"), Plan::Paste);
+        assert_eq!(unreadable_program(&meta(), &d), None);
+        // Copy mode and dead panes are refused before anything else, forced or not.
+        m.current_command = "cat".into();
+        m.in_mode = true;
+        assert!(refused(plan(&m, &d, "x", true, None, "h")).contains("copy mode"));
     }
 
     #[test]

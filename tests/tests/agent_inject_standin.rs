@@ -1,7 +1,7 @@
 //! The agent's injection path (`karl_agent::panes::PaneHost::inject`, with the real
 //! classifier) against the stand-in coding agent in a real tmux pane: tricky multi-line
 //! text arrives byte for byte as one prompt, a dropped first Enter still gives exactly one
-//! prompt, a human draft, a dialog, a busy agent and copy mode are refused, and dim ghost
+//! prompt, text is never pasted twice while Enter keeps getting lost, a human draft, a dialog, a busy agent and copy mode are refused, and dim ghost
 //! suggestion text is not mistaken for a draft.
 
 #![allow(clippy::unwrap_used)]
@@ -146,6 +146,46 @@ async fn a_dropped_first_enter_still_gives_the_prompt_exactly_once() {
     idle(&p).await;
     assert_eq!(p.prompts(), vec![text.to_string()]);
     assert_eq!(dropped_enters(&p), 1);
+    host.shutdown().await;
+}
+
+/// Enter keeps getting lost: Enter is resent a bounded number of times, the text stays in
+/// the box and is never pasted again — the same prompt again sends Enter only, another
+/// prompt is refused — until an Enter is taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_is_never_pasted_twice_when_enter_keeps_getting_lost() {
+    let tmux = server();
+    let p = StandinSpec::new(BIN)
+        .arg("--drop-enters")
+        .arg("4")
+        .start(&tmux)
+        .unwrap();
+    idle(&p).await;
+    let host = host(&tmux);
+    let mut i = inject(&p.pane, "please run the tests");
+    i.max_enter_retries = 1;
+    let r = host.inject(i.clone()).await;
+    assert_eq!(outcome(&r), pb::InjectOutcome::Failed, "{r:?}");
+    assert_eq!(r.enter_retries, 1);
+    assert!(r.reason.contains("left in the input box"), "{}", r.reason);
+    // The same prompt again: the box already holds it, so only Enter is sent.
+    let r = host.inject(i.clone()).await;
+    assert_eq!(outcome(&r), pb::InjectOutcome::Failed, "{r:?}");
+    // A different prompt would land on top of ours: refused.
+    let r = host.inject(inject(&p.pane, "something else")).await;
+    assert_eq!(outcome(&r), pb::InjectOutcome::Refused, "{r:?}");
+    assert!(r.reason.contains("earlier prompt"), "{}", r.reason);
+    // Four Enters were dropped; the fifth is taken.
+    let r = host.inject(i).await;
+    assert_eq!(
+        outcome(&r),
+        pb::InjectOutcome::Submitted,
+        "{r:?}\n{}",
+        p.screen().unwrap()
+    );
+    some_prompt(&p).await;
+    assert_eq!(p.prompts(), vec!["please run the tests".to_string()]);
+    assert_eq!(dropped_enters(&p), 4);
     host.shutdown().await;
 }
 

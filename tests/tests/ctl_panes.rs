@@ -149,3 +149,52 @@ fn watch_pane_streams_settled_snapshots() {
     let _ = child.wait();
     assert!(seen, "no settled snapshot with the answer");
 }
+
+/// `send` into a program KARL has no rules for (`cat` here; a REPL or a script alike):
+/// refused with a message that names it and suggests `--force`; forced, the text is typed
+/// once with one Enter and the command reports success (regression: "the agent is
+/// working", then two extra Enters and a reported failure).
+#[test]
+fn send_to_a_program_karl_cannot_read() {
+    let fleet = Fleet::start_with(Some(FAST), &[], &[]);
+    let pane = fleet.tmux.new_session("other", 80, 24, "cat");
+    wait_for(Duration::from_secs(10), || {
+        let panes = fleet.ctl(&["panes", "mac2", "--json"]);
+        panes.stdout.contains(&format!("\"{pane}\"")).then_some(())
+    })
+    .expect("the agent lists the new pane");
+
+    let refused = fleet.ctl(&["send", "mac2", &pane, "hello karl"]);
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert!(
+        refused.stderr.contains("\"cat\"") && refused.stderr.contains("--force"),
+        "{refused:?}"
+    );
+    assert!(!refused.stderr.contains("working"), "{refused:?}");
+    assert!(!fleet.tmux.capture(&pane).contains("hello karl"));
+
+    let forced = fleet.ctl(&["send", "mac2", &pane, "hello karl", "--force", "--json"]);
+    assert_eq!(forced.code, 0, "{forced:?}");
+    let reply = forced.json();
+    assert_eq!(reply["outcome"], "submitted", "{reply:#}");
+    assert_eq!(reply["enter_retries"], 0, "{reply:#}");
+    // The terminal echoes the line and cat prints it back: twice, and no blank lines from
+    // extra Enters after it.
+    let screen = wait_for(Duration::from_secs(10), || {
+        let s = fleet.tmux.capture(&pane);
+        (s.matches("hello karl").count() == 2).then_some(s)
+    })
+    .unwrap_or_else(|| panic!("{}", fleet.tmux.capture(&pane)));
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(
+        fleet.tmux.capture(&pane),
+        screen,
+        "more keys arrived after the Enter"
+    );
+    let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines, ["hello karl", "hello karl"], "{screen}");
+    let cursor = fleet
+        .tmux
+        .run(&["display-message", "-p", "-t", &pane, "#{cursor_y}"]);
+    assert_eq!(cursor.trim(), "2", "one Enter leaves the cursor on line 3");
+}

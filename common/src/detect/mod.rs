@@ -110,6 +110,29 @@ impl AgentKind {
     }
 }
 
+/// True for the process name of an interactive or login shell (`bash`, `-zsh`, `fish`, …):
+/// what a pane runs when no agent CLI does. The same names as the shell manifest's
+/// `command` identification rule.
+pub fn is_shell_command(name: &str) -> bool {
+    matches!(
+        name.strip_prefix('-').unwrap_or(name),
+        "bash"
+            | "zsh"
+            | "fish"
+            | "sh"
+            | "dash"
+            | "ksh"
+            | "mksh"
+            | "tcsh"
+            | "csh"
+            | "nu"
+            | "pwsh"
+            | "elvish"
+            | "xonsh"
+            | "login"
+    )
+}
+
 /// Everything the classifier looks at. `text` may hold scrollback above the live
 /// screen; when `height` is known the last `height` lines are the screen.
 #[derive(Debug, Clone, Default)]

@@ -30,8 +30,8 @@ const COLLAPSE_CHARS: usize = 800;
 /// Start-up settings of the stand-in.
 #[derive(Debug, Clone, Default)]
 pub struct AppConfig {
-    /// Ignore the first Enter after each paste.
-    pub drop_first_enter: bool,
+    /// Ignore this many Enters after each paste (a lost Enter; 1 = `--drop-first-enter`).
+    pub drop_enters: u32,
     /// Dim suggestion text shown in the empty input box (not a draft).
     pub ghost: Option<String>,
     /// Start in the folder-trust dialog.
@@ -192,7 +192,7 @@ pub struct App {
     prompts: u64,
     pastes: u32,
     queue: VecDeque<(u64, String)>,
-    swallow_enter: bool,
+    swallow_enters: u32,
     exit_armed: Option<(&'static str, u64)>,
     committed: Vec<String>,
     events: Vec<LogEvent>,
@@ -215,7 +215,7 @@ impl App {
             prompts: 0,
             pastes: 0,
             queue: VecDeque::new(),
-            swallow_enter: false,
+            swallow_enters: 0,
             exit_armed: None,
             committed: Vec::new(),
             events: Vec::new(),
@@ -387,9 +387,7 @@ impl App {
                 }
                 self.pastes += 1;
                 self.draft.push_paste(self.pastes, text);
-                if self.cfg.drop_first_enter {
-                    self.swallow_enter = true;
-                }
+                self.swallow_enters = self.cfg.drop_enters;
             }
             Key::Backspace => self.draft.backspace(),
             Key::CtrlU => self.draft.clear(),
@@ -435,8 +433,8 @@ impl App {
         if self.draft.text().trim().is_empty() {
             return;
         }
-        if self.swallow_enter {
-            self.swallow_enter = false;
+        if self.swallow_enters > 0 {
+            self.swallow_enters -= 1;
             self.events.push(LogEvent::DroppedEnter);
             return;
         }
@@ -1027,7 +1025,7 @@ mod tests {
         let mut a = app_with(
             "{}",
             AppConfig {
-                drop_first_enter: true,
+                drop_enters: 1,
                 ..Default::default()
             },
         );

@@ -9,7 +9,7 @@
 //! # Command line
 //!
 //! ```text
-//! karl-standin [--script FILE] [--log FILE] [--drop-first-enter] [--ghost TEXT] [--dialog]
+//! karl-standin [--script FILE] [--log FILE] [--drop-first-enter | --drop-enters N] [--ghost TEXT] [--dialog]
 //! ```
 //!
 //! - `--script FILE`: the turns (below). Without it every prompt gets
@@ -21,6 +21,7 @@
 //!   `dialog`, `limit_menu`, `stray` (input that hit a menu or dialog), `exit`.
 //! - `--drop-first-enter`: the first Enter after each paste is ignored (logged as
 //!   `dropped_enter`), as by a TUI still busy with the paste; the next Enter submits.
+//!   `--drop-enters N` ignores the first N.
 //! - `--ghost TEXT`: dim (SGR 2) suggestion text in the empty input box; it is not a
 //!   draft (Enter does nothing, Tab takes it into the draft, typing replaces it).
 //! - `--dialog`: start in the "Quick safety check" folder-trust dialog (`1`/Enter

@@ -23,12 +23,13 @@ use super::term::{self, Painter, RawMode};
 pub const USAGE: &str = "\
 karl-standin: a stand-in coding agent for KARL's tests and demo
 
-Usage: karl-standin [--script FILE] [--log FILE] [--drop-first-enter] [--ghost TEXT] [--dialog]
+Usage: karl-standin [--script FILE] [--log FILE] [--drop-first-enter | --drop-enters N] [--ghost TEXT] [--dialog]
 
   --script FILE       JSON script of turns (see the karl_tests::standin docs);
                       without one, every prompt gets `ok, done: <prompt>` after 1 s
   --log FILE          append one JSON line per event (prompts, permission decisions, …)
   --drop-first-enter  ignore the first Enter after each paste
+  --drop-enters N     ignore the first N Enters after each paste
   --ghost TEXT        show TEXT as dim suggestion text in the empty input box
   --dialog            start in the folder-trust dialog
   -h, --help          this text";
@@ -38,7 +39,8 @@ Usage: karl-standin [--script FILE] [--log FILE] [--drop-first-enter] [--ghost T
 pub struct Options {
     pub script: Option<PathBuf>,
     pub log: Option<PathBuf>,
-    pub drop_first_enter: bool,
+    /// Enters ignored after each paste.
+    pub drop_enters: u32,
     pub ghost: Option<String>,
     pub dialog: bool,
 }
@@ -61,7 +63,13 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, Str
             "--script" => opts.script = Some(value("--script")?.into()),
             "--log" => opts.log = Some(value("--log")?.into()),
             "--ghost" => opts.ghost = Some(value("--ghost")?),
-            "--drop-first-enter" => opts.drop_first_enter = true,
+            "--drop-first-enter" => opts.drop_enters = 1,
+            "--drop-enters" => {
+                let n = value("--drop-enters")?;
+                opts.drop_enters = n
+                    .parse()
+                    .map_err(|_| format!("--drop-enters needs a count, not `{n}`"))?;
+            }
             "--dialog" => opts.dialog = true,
             other => return Err(format!("unknown argument `{other}`")),
         }
@@ -113,7 +121,7 @@ pub fn run(opts: Options) -> Result<i32, RunError> {
     spawn_stdin_thread(tx);
     let (width, height) = term::size();
     let cfg = AppConfig {
-        drop_first_enter: opts.drop_first_enter,
+        drop_enters: opts.drop_enters,
         ghost: opts.ghost.clone(),
         dialog: opts.dialog,
         cwd: display_cwd(),
@@ -319,12 +327,20 @@ mod tests {
             Command::Run(Options {
                 script: Some("s.json".into()),
                 log: Some("l.jsonl".into()),
-                drop_first_enter: true,
+                drop_enters: 1,
                 ghost: Some("try".into()),
                 dialog: true,
             })
         );
         assert_eq!(parse_args(args(&["-h"])).unwrap(), Command::Help);
+        assert_eq!(
+            parse_args(args(&["--drop-enters", "4"])).unwrap(),
+            Command::Run(Options {
+                drop_enters: 4,
+                ..Default::default()
+            })
+        );
+        assert!(parse_args(args(&["--drop-enters", "x"])).is_err());
         assert!(parse_args(args(&["--log"]))
             .unwrap_err()
             .contains("needs a value"));
