@@ -11,6 +11,7 @@
 //! - [`activity`]: the watch table — per-pane activity, settle and safety timing (pure).
 //! - [`snapshot`]: capture → cleaned text → `PaneSnapshot`.
 //! - [`inject`]: the injection protocol and the send-keys allowlist.
+//! - [`procs`]: the processes running in a pane (`ps`), evidence that the agent CLI lives.
 //! - [`error`]: the agent's error type.
 //! - [`test_server`]: a private, self-cleaning tmux server for tests and benchmarks.
 
@@ -21,6 +22,7 @@ pub mod error;
 pub mod inject;
 pub mod link;
 pub mod panes;
+pub mod procs;
 pub mod snapshot;
 pub mod test_server;
 pub mod tmux;

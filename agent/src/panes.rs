@@ -27,6 +27,7 @@ use crate::activity::{Job, OutputEffect, Table, WatchSpec};
 use crate::control::{ClientEnd, ControlClient, Notice};
 use crate::error::{AgentError, Result};
 use crate::inject::{self, InjectMemory, Outcome, Verify};
+use crate::procs::ProcessTable;
 use crate::snapshot::Cleaned;
 use crate::tmux::{PaneMeta, Tmux};
 
@@ -93,6 +94,7 @@ struct Inner {
     pane_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<InjectMemory>>>>,
     buffer_seq: AtomicU64,
     verify: Verify,
+    procs: ProcessTable,
 }
 
 /// Locks a std mutex, recovering the data if a panicking thread poisoned it (the data is
@@ -150,6 +152,7 @@ impl PaneHost {
                 pane_locks: Mutex::new(HashMap::new()),
                 buffer_seq: AtomicU64::new(0),
                 verify,
+                procs: ProcessTable::new(),
             }),
         }
     }
@@ -286,6 +289,7 @@ impl PaneHost {
             .capture(&meta.pane_id, c.ansi, c.history_lines)
             .await?;
         let cleaned = Cleaned::from_raw(raw, c.history_lines);
+        let processes = self.inner.procs.pane_processes(cleaned.meta.pid).await;
         // Scrollback would make the watch's diff meaningless; only screen captures count.
         let recorded = if c.history_lines == 0 {
             lock(&self.inner.table).finish_capture(
@@ -299,7 +303,10 @@ impl PaneHost {
         } else {
             None
         };
-        Ok(cleaned.to_snapshot(recorded.as_ref(), pb::SnapshotReason::Requested, unix_ms()))
+        let mut snap =
+            cleaned.to_snapshot(recorded.as_ref(), pb::SnapshotReason::Requested, unix_ms());
+        with_processes(&mut snap, processes);
+        Ok(snap)
     }
 
     fn pane_lock(&self, pane_id: &str) -> Arc<tokio::sync::Mutex<InjectMemory>> {
@@ -408,6 +415,13 @@ impl PaneHost {
 }
 
 /// Sends an event through the ordered outbox.
+/// Adds the pane's process names to a snapshot.
+fn with_processes(snap: &mut pb::PaneSnapshot, processes: Vec<String>) {
+    if let Some(pane) = snap.pane.as_mut() {
+        pane.processes = processes;
+    }
+}
+
 fn emit(inner: &Inner, ev: pb::AgentEvent) {
     let _ = inner.outbox_tx.send(ev);
 }
@@ -440,10 +454,12 @@ async fn capture_and_emit(
             );
             if let Some(rec) = recorded {
                 debug!(target: "agent.watch", pane = pane_id, ?reason, seq = rec.seq, "snapshot");
-                emit(
-                    inner,
-                    snapshot_event(cleaned.to_snapshot(Some(&rec), reason, unix_ms())),
+                let mut snap = cleaned.to_snapshot(Some(&rec), reason, unix_ms());
+                with_processes(
+                    &mut snap,
+                    inner.procs.pane_processes(cleaned.meta.pid).await,
                 );
+                emit(inner, snapshot_event(snap));
             }
             Ok(())
         }

@@ -124,6 +124,7 @@ impl PaneMeta {
             pid: self.pid,
             in_mode: self.in_mode,
             dead: self.dead,
+            processes: Vec::new(),
         }
     }
 

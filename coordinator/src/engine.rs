@@ -973,6 +973,9 @@ impl SessionTask {
         lock(&self.engine.records).insert(rec.id.clone(), rec.clone());
     }
 
+    /// Changes the session's status. A paused session stays paused through whatever the
+    /// pane or its agent does (dialogs, limits, disconnects, restarts); only the operator
+    /// leaves a pause ([`Ctl::Resume`]), or the session ends.
     fn set_status(
         &self,
         rec: &mut SessionRecord,
@@ -981,6 +984,10 @@ impl SessionTask {
         auto_resume: bool,
     ) {
         if rec.status == status && rec.reason == reason {
+            return;
+        }
+        if rec.status == Status::Paused && status != Status::Paused && status.is_live() {
+            tracing::debug!(target: "coord.engine", session = %rec.id, status = status.as_str(), %reason, "paused: status change held until resume");
             return;
         }
         tracing::info!(target: "coord.engine", session = %rec.id, status = status.as_str(), %reason, "session status");
@@ -1054,6 +1061,10 @@ impl SessionTask {
                 self.set_status(rec, Status::Paused, "paused by the operator".into(), false)
             }
             Ctl::Resume => {
+                // Leave the pause first: set_status holds a paused session as it is.
+                if rec.status == Status::Paused {
+                    rec.status = Status::Running;
+                }
                 rec.stalled = 0;
                 if let Some(i) = rec.tasks.active_index() {
                     rec.tasks.tasks[i].turns_on_it = 0;
@@ -1160,7 +1171,14 @@ impl SessionTask {
         snap: Arc<pb::PaneSnapshot>,
     ) {
         let now = unix_ms();
-        let d = self.detect(&snap);
+        let mut d = self.detect(&snap);
+        let processes = snap
+            .pane
+            .as_ref()
+            .map(|p| p.processes.as_slice())
+            .unwrap_or_default();
+        crate::session::note_driven_agent(rec, &d, processes);
+        crate::session::overrule(rec, &mut d, processes);
         tracing::debug!(
             target: "coord.engine",
             session = %rec.id,
@@ -1237,6 +1255,15 @@ impl SessionTask {
                 self.save(rec);
             }
             Decision::Fire => {
+                if rec.throttled_until_ms != 0 {
+                    rec.throttled_until_ms = 0;
+                    self.set_status(
+                        rec,
+                        Status::Running,
+                        "the rate limit allows the next turn".into(),
+                        false,
+                    );
+                }
                 if rec.status != Status::Running {
                     self.set_status(
                         rec,
@@ -1246,6 +1273,21 @@ impl SessionTask {
                     );
                 }
                 self.fire(rec, live, &snap, &d).await;
+            }
+            Decision::Throttle { until_ms, why } => {
+                live.recheck_at_ms = until_ms;
+                if rec.throttled_until_ms != until_ms {
+                    rec.throttled_until_ms = until_ms;
+                    let secs = until_ms.saturating_sub(now).div_ceil(1000);
+                    self.set_status(
+                        rec,
+                        Status::Running,
+                        format!("{why} (next turn in {secs} s)"),
+                        false,
+                    );
+                } else {
+                    self.save(rec);
+                }
             }
             Decision::Recheck(why) => {
                 tracing::debug!(target: "coord.engine", session = %rec.id, why, "rechecking shortly");

@@ -15,8 +15,8 @@
 
 use std::collections::BTreeMap;
 
-use karl_common::detect::{AgentKind, Detection, PaneState};
-use karl_common::gate::LoopLimits;
+use karl_common::detect::{is_shell_command, AgentKind, Detection, Evidence, PaneState};
+use karl_common::gate::{LimitBreach, LoopLimits};
 
 use crate::context::{Digest, TaskGraph};
 use karl_common::pb;
@@ -159,6 +159,16 @@ pub struct SessionRecord {
     /// permissions, exits a human dealt with); stuck and stalled ones need `resume`.
     pub auto_resume: bool,
     pub agent_kind: String,
+    /// The agent CLI this session drives, from the first snapshot that named one
+    /// (`claude`, `codex`, …, or `shell` for a plain shell pane). Unlike `agent_kind`, it
+    /// does not follow the screen: a shell prompt where Claude was means Claude exited.
+    pub driven_agent: String,
+    /// The pane's non-shell processes when the driven agent was first seen (e.g.
+    /// `["claude"]`): when none of them is left in the pane, the agent is gone whatever
+    /// its last frame on screen says.
+    pub agent_processes: Vec<String>,
+    /// A turn waits for the injection rate limit until this time (0 = not throttled).
+    pub throttled_until_ms: u64,
     pub unknown_since_ms: u64,
     pub started_ms: u64,
     pub updated_ms: u64,
@@ -297,11 +307,89 @@ pub fn session_id(machine: &str, pane_id: &str, unix_ms: u64) -> String {
     format!("{machine}_{}_{unix_ms}", pane_id.trim_start_matches('%'))
 }
 
+/// Notes which agent the session drives, from the first snapshot whose screen names one,
+/// and the pane's non-shell processes then. `processes` is the pane's process tree (empty
+/// when the agent could not read it). The processes are noted again when the screen shows
+/// the driven agent alive under new process names (a restarted or updated CLI); a pane
+/// left with shells only is never taken for a live agent.
+pub fn note_driven_agent(s: &mut SessionRecord, d: &Detection, processes: &[String]) {
+    let non_shell = || -> Vec<String> {
+        processes
+            .iter()
+            .filter(|p| !is_shell_command(p))
+            .cloned()
+            .collect()
+    };
+    if s.driven_agent.is_empty() {
+        if d.agent != AgentKind::Unknown {
+            s.driven_agent = d.agent.as_str().to_string();
+            s.agent_processes = non_shell();
+        }
+        return;
+    }
+    let alive_on_screen = d.agent.as_str() == s.driven_agent && d.state != PaneState::Exited;
+    let recorded_present = s.agent_processes.iter().any(|p| processes.contains(p));
+    if alive_on_screen && !recorded_present {
+        let now = non_shell();
+        if !now.is_empty() {
+            s.agent_processes = now;
+        }
+    }
+}
+
+/// Whether the session drives an agent CLI (not a plain shell).
+fn drives_an_agent(s: &SessionRecord) -> bool {
+    !s.driven_agent.is_empty()
+        && s.driven_agent != AgentKind::Shell.as_str()
+        && s.driven_agent != AgentKind::Unknown.as_str()
+}
+
+/// What the session knows overrules the screen: when it drives an agent CLI and that
+/// agent's processes are gone from the pane, or the screen reads as a plain shell, the
+/// agent has exited — whatever its last frame shows (a killed CLI leaves its spinner on
+/// screen). The detection is rewritten to `exited` with the evidence that decided it, so
+/// a turn is never typed into the shell that replaced the agent.
+pub fn overrule(s: &SessionRecord, d: &mut Detection, processes: &[String]) {
+    if !drives_an_agent(s) || d.state == PaneState::Exited {
+        return;
+    }
+    let gone = !s.agent_processes.is_empty()
+        && !processes.is_empty()
+        && !s.agent_processes.iter().any(|p| processes.contains(p));
+    let evidence = if gone {
+        format!(
+            "{} is no longer running in the pane (its processes: {})",
+            s.agent_processes.join(", "),
+            processes.join(", ")
+        )
+    } else if d.agent == AgentKind::Shell {
+        format!(
+            "a shell prompt shows where {} was (the screen reads as a plain shell)",
+            s.driven_agent
+        )
+    } else {
+        return;
+    };
+    tracing::debug!(target: "coord.engine", state = %d.state, %evidence, "the session overrules the screen: the agent exited");
+    d.state = PaneState::Exited;
+    d.evidence.insert(
+        0,
+        Evidence {
+            rule: "session/agent-gone".into(),
+            line: evidence,
+        },
+    );
+    d.rule = Some("session/agent-gone".into());
+}
+
 /// What the engine does after a settled snapshot.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
     /// Nothing to do now.
     Wait(&'static str),
+    /// The injection rate limit allows the next turn only at `until_ms`: look again then.
+    /// Pacing, not a loop: the session stays running.
+    Throttle { until_ms: u64, why: String },
     /// Write the next prompt.
     Fire,
     /// Our own prompt sits unsent in the box: press Enter once.
@@ -334,6 +422,11 @@ pub struct SnapshotFacts<'a> {
 pub fn decide(s: &SessionRecord, f: &SnapshotFacts<'_>, limits: &Limits) -> Decision {
     if !s.status.is_live() {
         return Decision::Wait("session ended");
+    }
+    // Paused means paused: no prompt, no permission answer, no Enter, no restart command,
+    // and no status change either — whatever the pane shows, until the operator resumes.
+    if s.status == Status::Paused {
+        return Decision::Wait("paused");
     }
     let d = f.detection;
     match d.state {
@@ -403,9 +496,6 @@ pub fn decide(s: &SessionRecord, f: &SnapshotFacts<'_>, limits: &Limits) -> Deci
             }
         }
         PaneState::Idle => {
-            if s.status == Status::Paused {
-                return Decision::Wait("paused");
-            }
             if s.status == Status::Escalated && !s.auto_resume {
                 return Decision::Wait("escalated: waiting for the operator");
             }
@@ -423,8 +513,15 @@ pub fn decide(s: &SessionRecord, f: &SnapshotFacts<'_>, limits: &Limits) -> Deci
                 }
                 return Decision::Wait("pane unchanged since our last prompt");
             }
-            if let Err(breach) = limits.loops.check(&s.inject_times_ms, f.now_ms, s.stalled) {
-                return Decision::Escalate(breach.to_string());
+            match limits.loops.check(&s.inject_times_ms, f.now_ms, s.stalled) {
+                Ok(()) => {}
+                Err(breach @ LimitBreach::TooFast { retry_at_ms, .. }) => {
+                    return Decision::Throttle {
+                        until_ms: retry_at_ms,
+                        why: breach.to_string(),
+                    }
+                }
+                Err(breach) => return Decision::Escalate(breach.to_string()),
             }
             if let Some(t) = s.tasks.active() {
                 if t.turns_on_it >= limits.task_stuck_turns {
@@ -589,18 +686,216 @@ mod tests {
         ));
     }
 
+    /// Quick agents: a full rate window delays the next turn until the oldest prompt in it
+    /// leaves the window; it never escalates (regression: six different, productive
+    /// prompts in a minute escalated as "looping").
     #[test]
-    fn injecting_too_fast_escalates() {
+    fn injecting_too_fast_throttles_instead_of_escalating() {
         let l = Limits::default();
         let mut s = session();
+        let now = 1_000_000;
         for i in 0..l.loops.max_injections_per_minute {
-            s.note_injection(1_000_000 - 1000 * u64::from(i));
+            s.note_injection(now - 2000 * u64::from(i));
         }
-        let d = decide(&s, &facts(&det(PaneState::Idle), "x"), &l);
-        assert!(
-            matches!(&d, Decision::Escalate(r) if r.contains("per minute")),
-            "{d:?}"
+        let oldest = now - 2000 * u64::from(l.loops.max_injections_per_minute - 1);
+        match decide(&s, &facts(&det(PaneState::Idle), "x"), &l) {
+            Decision::Throttle { until_ms, why } => {
+                assert_eq!(until_ms, oldest + karl_common::gate::limits::RATE_WINDOW_MS);
+                assert!(
+                    why.contains("per minute") && !why.contains("looping"),
+                    "{why}"
+                );
+            }
+            d => panic!("{d:?}"),
+        }
+        // Once the window allows it, the turn fires.
+        let idle = det(PaneState::Idle);
+        let mut later = facts(&idle, "x");
+        later.now_ms = oldest + karl_common::gate::limits::RATE_WINDOW_MS;
+        assert_eq!(decide(&s, &later, &l), Decision::Fire);
+    }
+
+    /// Every status × every pane state. The column that matters most: a paused session
+    /// gets `Wait` whatever the pane shows — nothing typed, nothing answered, no status
+    /// change — and a session that ended does nothing.
+    #[test]
+    fn state_table_every_status_by_every_pane_state() {
+        use PaneState::*;
+        let l = Limits::default();
+        let states = [
+            Working, Idle, Permission, Dialog, Draft, Exited, Limited, Unknown,
+        ];
+        let statuses = [
+            Status::Running,
+            Status::Paused,
+            Status::Waiting,
+            Status::Escalated,
+            Status::Done,
+            Status::Stopped,
+            Status::Failed,
+        ];
+        fn kind(d: &Decision) -> &'static str {
+            match d {
+                Decision::Wait(_) => "wait",
+                Decision::Throttle { .. } => "throttle",
+                Decision::Fire => "fire",
+                Decision::ResendEnter => "enter",
+                Decision::Recheck(_) => "recheck",
+                Decision::Permission { .. } => "answer",
+                Decision::Escalate(_) => "escalate",
+                Decision::Limited(_) => "limited",
+                Decision::Exited => "exited",
+                Decision::Done(_) => "done",
+            }
+        }
+        // Expected per status, in the order of `states`. Draft is our own prompt, stuck
+        // long enough to get its one Enter. Escalated sessions here clear by themselves
+        // (auto_resume), so an idle pane fires.
+        let expected: [(Status, [&str; 8]); 7] = [
+            (
+                Status::Running,
+                [
+                    "wait", "fire", "answer", "escalate", "enter", "exited", "limited", "wait",
+                ],
+            ),
+            (Status::Paused, ["wait"; 8]),
+            (
+                Status::Waiting,
+                [
+                    "wait", "fire", "answer", "escalate", "enter", "exited", "limited", "wait",
+                ],
+            ),
+            (
+                Status::Escalated,
+                [
+                    "wait", "fire", "answer", "escalate", "enter", "exited", "limited", "wait",
+                ],
+            ),
+            (Status::Done, ["wait"; 8]),
+            (Status::Stopped, ["wait"; 8]),
+            (Status::Failed, ["wait"; 8]),
+        ];
+        assert_eq!(expected.len(), statuses.len());
+        for (status, row) in expected {
+            for (state, want) in states.iter().zip(row) {
+                let mut s = session();
+                s.status = status;
+                s.auto_resume = true;
+                s.permissions = PermissionPolicy::ApproveSafe;
+                s.history = vec!["Add a health endpoint".into()];
+                s.awaiting_busy = true;
+                s.inject_times_ms = vec![1_000_000 - 10_000];
+                let mut d = det(*state);
+                if *state == Draft {
+                    d.draft = Some("Add a health endpoint".into());
+                }
+                let got = decide(&s, &facts(&d, "h"), &l);
+                assert_eq!(kind(&got), want, "{status:?} × {state:?}: {got:?}");
+            }
+        }
+        // Paused holds against every trigger that acts without a turn, too: a stuck
+        // draft, a full rate window, a finished plan, a spent budget, an unreadable pane.
+        let mut s = session();
+        s.status = Status::Paused;
+        s.turns = s.max_turns;
+        s.stalled = l.loops.max_turns_without_progress;
+        s.unknown_since_ms = 1;
+        for i in 0..l.loops.max_injections_per_minute {
+            s.note_injection(1_000_000 - u64::from(i));
+        }
+        for state in states {
+            assert_eq!(
+                decide(&s, &facts(&det(state), "h"), &l),
+                Decision::Wait("paused"),
+                "{state:?}"
+            );
+        }
+    }
+
+    fn claude_session() -> SessionRecord {
+        let mut s = session();
+        let mut d = det(PaneState::Idle);
+        d.agent = AgentKind::Claude;
+        note_driven_agent(&mut s, &d, &["sh".into(), "claude".into()]);
+        assert_eq!(s.driven_agent, "claude");
+        assert_eq!(s.agent_processes, ["claude"]);
+        s
+    }
+
+    /// Regression: Claude Code killed mid-answer leaves its spinner on screen and a shell
+    /// prompt drawn into it; the session kept reading "working" forever.
+    #[test]
+    fn a_dead_agent_process_is_exited_whatever_the_screen() {
+        let s = claude_session();
+        let mut d = det(PaneState::Working);
+        d.agent = AgentKind::Claude;
+        overrule(&s, &mut d, &["sh".into(), "bash".into()]);
+        assert_eq!(d.state, PaneState::Exited);
+        assert_eq!(d.rule.as_deref(), Some("session/agent-gone"));
+        assert!(d.evidence[0].line.contains("claude is no longer running"));
+        assert_eq!(
+            decide(&s, &facts(&d, "h"), &Limits::default()),
+            Decision::Exited
         );
+
+        // Still running (with a tool child): the screen stands.
+        let mut d = det(PaneState::Working);
+        d.agent = AgentKind::Claude;
+        overrule(&s, &mut d, &["sh".into(), "claude".into(), "bash".into()]);
+        assert_eq!(d.state, PaneState::Working);
+        // Processes unknown (ps failed): the screen stands.
+        overrule(&s, &mut d, &[]);
+        assert_eq!(d.state, PaneState::Working);
+    }
+
+    /// Regression: after Ctrl-C a Codex pane shows the shell prompt, read as an idle shell,
+    /// and a turn would have typed the twin's prompt into bash.
+    #[test]
+    fn a_shell_where_the_agent_was_is_exited() {
+        let mut s = session();
+        let mut d = det(PaneState::Idle);
+        d.agent = AgentKind::Codex;
+        note_driven_agent(&mut s, &d, &[]);
+        let mut shell = det(PaneState::Idle);
+        shell.agent = AgentKind::Shell;
+        overrule(&s, &mut shell, &[]);
+        assert_eq!(shell.state, PaneState::Exited);
+        assert!(
+            shell.evidence[0].line.contains("where codex was"),
+            "{shell:?}"
+        );
+        // A session that drives a shell keeps driving it.
+        let mut sh = session();
+        let mut idle = det(PaneState::Idle);
+        idle.agent = AgentKind::Shell;
+        note_driven_agent(&mut sh, &idle, &["bash".into()]);
+        overrule(&sh, &mut idle, &["bash".into()]);
+        assert_eq!(idle.state, PaneState::Idle);
+    }
+
+    #[test]
+    fn the_driven_agent_is_noted_once_and_its_processes_follow_a_restart() {
+        let mut s = claude_session();
+        // The screen reads as a shell later: the driven agent does not change.
+        let mut shell = det(PaneState::Idle);
+        shell.agent = AgentKind::Shell;
+        note_driven_agent(&mut s, &shell, &["bash".into()]);
+        assert_eq!(s.driven_agent, "claude");
+        assert_eq!(s.agent_processes, ["claude"]);
+        // Restarted under another process name (an updated binary): noted again.
+        let mut alive = det(PaneState::Idle);
+        alive.agent = AgentKind::Claude;
+        note_driven_agent(&mut s, &alive, &["zsh".into(), "2.1.331".into()]);
+        assert_eq!(s.agent_processes, ["2.1.331"]);
+        // A killed CLI's frame with shells only left is not a live agent.
+        let mut frame = det(PaneState::Working);
+        frame.agent = AgentKind::Claude;
+        note_driven_agent(&mut s, &frame, &["zsh".into()]);
+        assert_eq!(s.agent_processes, ["2.1.331"]);
+        // Unknown screens name no agent.
+        let mut fresh = session();
+        note_driven_agent(&mut fresh, &det(PaneState::Unknown), &["claude".into()]);
+        assert!(fresh.driven_agent.is_empty());
     }
 
     #[test]

@@ -315,6 +315,7 @@ async fn run(screen: Arc<Screen>, params: Params) {
                     pid: 1000 + j as u32,
                     in_mode: false,
                     dead: false,
+                    processes: Vec::new(),
                 };
                 (
                     id,

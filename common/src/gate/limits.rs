@@ -1,7 +1,8 @@
-//! Per-session loop limits, pure: at most N injections in any 60-second window (timestamps
+//! Per-session limits, pure: at most N injections in any 60-second window (timestamps
 //! come from the caller, so tests need no clock), and at most M consecutive turns without
-//! pane progress. A breach means the session is looping and a human should look; the
-//! breach carries a one-line reason for the operator.
+//! pane progress. The rate breach is pacing — the next turn waits until the window allows
+//! it; no progress means the session is looping and a human should look. Each breach
+//! carries a one-line reason for the operator.
 
 use serde::{Deserialize, Serialize};
 
@@ -27,7 +28,7 @@ impl Default for LoopLimits {
     }
 }
 
-/// Why a session must stop and escalate.
+/// Why a turn cannot go now: too fast (wait), or no progress (escalate).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum LimitBreach {
@@ -47,7 +48,7 @@ impl std::fmt::Display for LimitBreach {
         match self {
             LimitBreach::TooFast { count, limit, .. } => write!(
                 f,
-                "loop limit: {count} prompts injected in the last 60 s (limit {limit} per minute); the session is looping"
+                "rate limit: {count} prompts typed in the last 60 s (limit {limit} per minute); the next turn waits until the window allows it"
             ),
             LimitBreach::NoProgress { turns, limit } => write!(
                 f,
