@@ -213,3 +213,34 @@ fn every_fixture_from_plain_text_only() {
     assert!(state >= MIN_STATE_ACCURACY, "state accuracy {state:.3}");
     assert!(agent >= MIN_AGENT_ACCURACY, "agent accuracy {agent:.3}");
 }
+
+/// KARL answers a permission by the label of the option it means, moving the selection
+/// there first: every permission capture must give its options and which one is
+/// selected, or the prompt is escalated instead of answered.
+#[test]
+fn every_permission_menu_gives_its_options_and_the_selection() {
+    let det = Detector::try_embedded().unwrap();
+    let mut unreadable = Vec::new();
+    let mut checked = 0;
+    for f in load().iter().filter(|f| f.state == "permission") {
+        let d = classify_capture(&det, &f.text, f.ansi.as_deref(), &f.meta);
+        checked += 1;
+        match &d.permission {
+            Some(p) if !p.options.is_empty() && p.selected.is_some_and(|i| i < p.options.len()) => {
+                assert!(
+                    p.options.iter().any(|o| o.starts_with("Yes")),
+                    "{}: no Yes option in {:?}",
+                    f.name,
+                    p.options
+                );
+            }
+            other => unreadable.push(format!("{}: {other:?}", f.name)),
+        }
+    }
+    assert!(checked >= 9, "only {checked} permission captures");
+    assert!(
+        unreadable.is_empty(),
+        "unreadable menus:\n{}",
+        unreadable.join("\n")
+    );
+}

@@ -36,8 +36,8 @@ use crate::error::{CoordError, Result};
 use crate::model::{ChatRequest, ModelClient};
 use crate::registry::{AgentReport, Registry, AGENT_CALL_TIMEOUT};
 use crate::session::{
-    decide, pane_key, permission_keys, session_id, Decision, Limits, PermissionPolicy,
-    SessionRecord, SnapshotFacts, Status, TurnRecord,
+    decide, pane_key, permission_answer, session_id, Decision, Limits, PermissionAnswer,
+    PermissionPolicy, SessionRecord, SnapshotFacts, Status, TurnRecord,
 };
 use crate::store::{AuditEntry, Store};
 
@@ -97,6 +97,9 @@ pub struct Engine {
     /// Weak self-reference so `&self` methods can spawn session tasks.
     me: std::sync::Weak<Engine>,
 }
+
+/// How long a permission menu's selection may take to show where KARL moved it.
+const SELECTION_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How long session tasks get to leave on their own at shutdown.
 const SESSION_STOP_GRACE: Duration = Duration::from_secs(2);
@@ -1082,48 +1085,47 @@ impl SessionTask {
             }
             Ctl::Stop => self.finish(rec, Status::Stopped, "stopped by the operator".into()),
             Ctl::Decide(approve) => {
-                let keys = permission_keys(live.agent, approve);
-                self.answer_permission(rec, approve, keys, "the operator")
-                    .await;
+                self.answer_permission(rec, approve, "the operator").await;
             }
         }
     }
 
-    async fn answer_permission(
-        &self,
-        rec: &mut SessionRecord,
-        approve: bool,
-        keys: Vec<String>,
-        by: &str,
-    ) {
-        let what = rec
-            .pending_permission
-            .as_ref()
-            .map(|p| format!("{} {}", p.tool, p.action))
-            .unwrap_or_default();
-        let r = self
-            .engine
-            .registry
-            .call(
-                &rec.machine,
-                pb::agent_command::Kind::SendKeys(pb::SendKeys {
-                    target: rec.pane_id.clone(),
-                    keys: keys.clone(),
-                }),
-                AGENT_CALL_TIMEOUT,
-            )
-            .await;
-        let detail = format!(
-            "{} by {by}: {what} (keys {:?}){}",
-            if approve { "approved" } else { "denied" },
-            keys,
-            r.as_ref()
-                .err()
-                .map(|e| format!(" — failed: {e}"))
-                .unwrap_or_default()
-        );
+    /// Answers the pending permission prompt by the label of the option meant: moves the
+    /// selection there, checks on a fresh capture that it landed, then presses Enter. A
+    /// menu KARL cannot read, or a selection that does not land, is escalated — never
+    /// answered with a guessed key.
+    async fn answer_permission(&self, rec: &mut SessionRecord, approve: bool, by: &str) {
+        let req = rec.pending_permission.clone().unwrap_or_default();
+        let what = format!("{} {}", req.tool, req.action).trim().to_string();
+        let verb = if approve { "approve" } else { "deny" };
+        let result = match permission_answer(&req, approve) {
+            Ok(answer) => self.select_and_confirm(rec, &answer).await.map(|()| answer),
+            Err(why) => Err(why),
+        };
+        let detail = match &result {
+            Ok(a) => format!(
+                "{} by {by}: {what} (chose {:?}{})",
+                if approve { "approved" } else { "denied" },
+                a.label,
+                if a.moves.is_empty() {
+                    String::new()
+                } else {
+                    format!(" after {}×{}", a.moves.len(), a.moves[0])
+                }
+            ),
+            Err(why) => format!("could not {verb} for {by}: {what}: {why}"),
+        };
         let a = self.engine.audit(rec, "permission", &what, detail.clone());
         let _ = self.engine.store.append_audit(&a);
+        if result.is_err() {
+            self.set_status(
+                rec,
+                Status::Escalated,
+                format!("{detail}; answer it in the pane"),
+                true,
+            );
+            return;
+        }
         rec.pending_permission = None;
         if rec.status == Status::Escalated {
             rec.status = Status::Running;
@@ -1131,6 +1133,62 @@ impl SessionTask {
         }
         self.save(rec);
         self.publish(rec, None, &detail);
+    }
+
+    /// Moves the menu's selection onto `answer`, waits until a capture shows it there, and
+    /// confirms with Enter.
+    async fn select_and_confirm(
+        &self,
+        rec: &SessionRecord,
+        answer: &PermissionAnswer,
+    ) -> std::result::Result<(), String> {
+        let keys = |keys: Vec<String>| {
+            self.engine.registry.call(
+                &rec.machine,
+                pb::agent_command::Kind::SendKeys(pb::SendKeys {
+                    target: rec.pane_id.clone(),
+                    keys,
+                }),
+                AGENT_CALL_TIMEOUT,
+            )
+        };
+        if !answer.moves.is_empty() {
+            keys(answer.moves.clone())
+                .await
+                .map_err(|e| format!("moving the selection failed: {e}"))?;
+        }
+        let deadline = tokio::time::Instant::now() + SELECTION_TIMEOUT;
+        loop {
+            let seen = match self.engine.capture(&rec.machine, &rec.pane_id).await {
+                Ok(snap) => {
+                    let d = self.detect(&snap);
+                    match (d.state, d.permission) {
+                        (PaneState::Permission, Some(p)) => {
+                            p.selected.and_then(|i| p.options.get(i).cloned())
+                        }
+                        (state, _) => {
+                            return Err(format!("the prompt went away (the pane is {state})"))
+                        }
+                    }
+                }
+                Err(e) => return Err(format!("the pane could not be read: {e}")),
+            };
+            if seen.as_deref() == Some(answer.label.as_str()) {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!(
+                    "the selection did not reach {:?} (it shows {:?})",
+                    answer.label,
+                    seen.unwrap_or_default()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        keys(vec!["Enter".into()])
+            .await
+            .map_err(|e| format!("confirming failed: {e}"))?;
+        Ok(())
     }
 
     async fn on_tick(&self, rec: &mut SessionRecord, live: &mut Live) {
@@ -1323,8 +1381,7 @@ impl SessionTask {
                 self.save(rec);
             }
             Decision::Permission { approve, why } => {
-                let keys = permission_keys(d.agent, approve);
-                self.answer_permission(rec, approve, keys, &format!("policy ({why})"))
+                self.answer_permission(rec, approve, &format!("policy ({why})"))
                     .await;
             }
             Decision::Escalate(reason) => {

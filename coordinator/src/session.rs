@@ -540,13 +540,69 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
-/// Keys to press for a permission answer, per agent CLI.
-pub fn permission_keys(agent: AgentKind, approve: bool) -> Vec<String> {
-    match (agent, approve) {
-        (AgentKind::Codex, true) => vec!["y".into()],
-        (_, true) => vec!["1".into()],
-        (_, false) => vec!["Escape".into()],
+/// How to answer a permission prompt: the option meant, where it is, and the keys that
+/// move the menu's selection onto it. Enter confirms it once the selection is seen there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionAnswer {
+    pub label: String,
+    pub index: usize,
+    pub moves: Vec<String>,
+}
+
+/// Words in a "yes" option that grant more than this one action.
+const BROADER_GRANTS: [&str; 6] = [
+    "don't ask",
+    "do not ask",
+    "always",
+    "allow all",
+    "all edits",
+    "session",
+];
+
+/// Picks the option to answer with by its label — approve: the first option that says
+/// yes to this action only (`Yes`, `Yes, proceed (y)`), never a standing grant (`Yes, and
+/// don't ask again …`); deny: the first that says no — and the Up/Down presses from the
+/// current selection. Menus differ between releases (2.1.330 lists `No` first, with no
+/// numbers), so no key is fixed. An error says why the menu cannot be answered: the
+/// prompt is then escalated, never guessed at.
+pub fn permission_answer(
+    req: &karl_common::detect::PermissionRequest,
+    approve: bool,
+) -> Result<PermissionAnswer, String> {
+    if req.options.is_empty() {
+        return Err("its options cannot be read".into());
     }
+    let Some(selected) = req.selected.filter(|&i| i < req.options.len()) else {
+        return Err("the selected option cannot be read".into());
+    };
+    let says = |label: &str, word: &str| {
+        let l = label.trim().to_lowercase();
+        l == word || l.starts_with(&format!("{word},")) || l.starts_with(&format!("{word} "))
+    };
+    let index = req
+        .options
+        .iter()
+        .position(|o| {
+            if approve {
+                let l = o.to_lowercase();
+                says(o, "yes") && !BROADER_GRANTS.iter().any(|g| l.contains(g))
+            } else {
+                says(o, "no")
+            }
+        })
+        .ok_or_else(|| {
+            format!(
+                "no option means {:?} ({})",
+                if approve { "yes, once" } else { "no" },
+                req.options.join(" / ")
+            )
+        })?;
+    let key = if index > selected { "Down" } else { "Up" };
+    Ok(PermissionAnswer {
+        label: req.options[index].clone(),
+        index,
+        moves: vec![key.to_string(); index.abs_diff(selected)],
+    })
 }
 
 #[cfg(test)]
@@ -661,6 +717,73 @@ mod tests {
         let mut f = facts(&p, "h");
         f.permission_safe = false;
         assert!(matches!(decide(&s, &f, &l), Decision::Escalate(_)));
+    }
+
+    fn menu(options: &[&str], selected: Option<usize>) -> karl_common::detect::PermissionRequest {
+        karl_common::detect::PermissionRequest {
+            tool: "Bash command".into(),
+            action: "cargo test".into(),
+            options: options.iter().map(|o| o.to_string()).collect(),
+            selected,
+        }
+    }
+
+    #[test]
+    fn permissions_are_answered_by_label_never_by_a_fixed_key() {
+        // Claude Code 2.1.197: numbered, Yes first, a standing grant in between.
+        let m = menu(
+            &[
+                "Yes",
+                "Yes, and don't ask again for cargo test commands",
+                "No",
+            ],
+            Some(0),
+        );
+        let yes = permission_answer(&m, true).unwrap();
+        assert_eq!((yes.label.as_str(), yes.index), ("Yes", 0));
+        assert!(yes.moves.is_empty());
+        let no = permission_answer(&m, false).unwrap();
+        assert_eq!(
+            (no.label.as_str(), no.moves.clone()),
+            ("No", vec!["Down".to_string(); 2])
+        );
+        // Claude Code 2.1.330 in auto mode: unnumbered, No first and selected.
+        let m = menu(&["No", "Yes"], Some(0));
+        assert_eq!(permission_answer(&m, true).unwrap().moves, ["Down"]);
+        assert!(permission_answer(&m, false).unwrap().moves.is_empty());
+        let m = menu(&["No", "Yes"], Some(1));
+        assert_eq!(permission_answer(&m, false).unwrap().moves, ["Up"]);
+        // Codex: the once-only yes, not the prefix grant; no ends in a remark.
+        let m = menu(
+            &[
+                "Yes, proceed (y)",
+                "Yes, and don't ask again for commands that start with `cargo test` (p)",
+                "No, and tell Codex what to do differently (esc)",
+            ],
+            Some(0),
+        );
+        assert_eq!(permission_answer(&m, true).unwrap().index, 0);
+        assert_eq!(permission_answer(&m, false).unwrap().index, 2);
+        // Edits: "allow all edits during this session" is a standing grant.
+        let m = menu(
+            &[
+                "Yes",
+                "Yes, allow all edits during this session (shift+tab)",
+                "No",
+            ],
+            Some(1),
+        );
+        let a = permission_answer(&m, true).unwrap();
+        assert_eq!((a.index, a.moves.clone()), (0, vec!["Up".to_string()]));
+        // Unreadable menus are never answered.
+        assert!(permission_answer(&menu(&[], None), true).is_err());
+        assert!(permission_answer(&menu(&["Yes", "No"], None), true).is_err());
+        assert!(permission_answer(&menu(&["Yes", "No"], Some(5)), true).is_err());
+        let e = permission_answer(&menu(&["Allow", "Deny"], Some(0)), true).unwrap_err();
+        assert!(e.contains("Allow / Deny"), "{e}");
+        // "Yesterday" is not yes; "Nope" is not no.
+        assert!(permission_answer(&menu(&["Yesterday", "Nope"], Some(0)), true).is_err());
+        assert!(permission_answer(&menu(&["Yesterday", "Nope"], Some(0)), false).is_err());
     }
 
     #[test]

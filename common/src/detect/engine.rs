@@ -344,31 +344,50 @@ fn permission<'s, 'a>(
     view: &View<'s, 'a>,
     shell: Option<&View<'s, 'a>>,
 ) -> PermissionRequest {
+    let (options, selected) = options(m, view, shell);
     PermissionRequest {
         tool: extract_one(m, view, shell, ExtractField::Tool).unwrap_or_default(),
         action: extract_one(m, view, shell, ExtractField::Action).unwrap_or_default(),
-        options: options(m, view, shell),
+        options,
+        selected,
     }
 }
 
-/// The menu's options in order. A line indented deeper than the option number above it
-/// continues that option (the menu wrapped it).
-fn options<'s, 'a>(m: &Manifest, view: &View<'s, 'a>, shell: Option<&View<'s, 'a>>) -> Vec<String> {
+/// The menu's options in order, and which one is selected: the option whose line matched
+/// the pattern's `sel` group (the selection marker). A line indented deeper than the
+/// option's first word above it continues that option (the menu wrapped it).
+fn options<'s, 'a>(
+    m: &Manifest,
+    view: &View<'s, 'a>,
+    shell: Option<&View<'s, 'a>>,
+) -> (Vec<String>, Option<usize>) {
     for e in m.extract.iter().filter(|e| e.field == ExtractField::Option) {
         let Some(sel) = view.select(&e.sel, shell) else {
             continue;
         };
         let mut out: Vec<String> = Vec::new();
+        let mut selected: Option<usize> = None;
         let mut number_col: Option<usize> = None;
         for l in sel.iter() {
-            if let Some(v) = e.pattern.captures(l).and_then(|c| c.name("value")) {
-                // The menu is the last numbered block: a numbered list above it (a plan,
-                // an answer) ended where other text began.
+            let caps = e.pattern.captures(l);
+            if let Some((v, caps)) = caps.as_ref().and_then(|c| Some((c.name("value")?, c))) {
+                // The menu is the last block of options: a numbered list above it (a
+                // plan, an answer) ended where other text began.
                 if number_col.is_none() {
                     out.clear();
+                    selected = None;
+                }
+                if caps.name("sel").is_some() {
+                    selected = Some(out.len());
                 }
                 out.push(v.as_str().trim().to_string());
-                number_col = l.chars().position(|c| c.is_ascii_digit());
+                // Lines indented past this column continue the option: its number, or in
+                // an unnumbered menu the column just before its first word.
+                number_col = l
+                    .chars()
+                    .position(|c| c.is_ascii_digit())
+                    .filter(|&c| c < l[..v.start()].chars().count())
+                    .or_else(|| Some(l[..v.start()].chars().count().saturating_sub(1)));
             } else if let (Some(col), Some(last)) = (number_col, out.last_mut()) {
                 let indent = l.chars().take_while(|c| c.is_whitespace()).count();
                 if indent > col {
@@ -380,10 +399,10 @@ fn options<'s, 'a>(m: &Manifest, view: &View<'s, 'a>, shell: Option<&View<'s, 'a
             }
         }
         if !out.is_empty() {
-            return out;
+            return (out, selected);
         }
     }
-    Vec::new()
+    (Vec::new(), None)
 }
 
 impl RuleTrace {

@@ -175,6 +175,9 @@ pub struct PermissionRequest {
     pub action: String,
     /// The menu's options in order, e.g. `["Yes", "Yes, and don't ask again …", "No"]`.
     pub options: Vec<String>,
+    /// Which option the menu's selection marker (`❯`, `›`) is on, when it can be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selected: Option<usize>,
 }
 
 /// The classifier's verdict.

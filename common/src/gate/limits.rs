@@ -124,9 +124,7 @@ mod tests {
                 retry_at_ms: 110_000
             }
         );
-        assert!(e
-            .to_string()
-            .contains("3 prompts injected in the last 60 s"));
+        assert!(e.to_string().contains("3 prompts typed in the last 60 s"));
         // The oldest leaves the window after 60 s.
         assert!(l.check(&[50_000, 70_000, 90_000], 110_000, 0).is_ok());
         // Timestamps from the future (clock skew) do not count.
