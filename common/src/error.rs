@@ -2,7 +2,7 @@
 
 use thiserror::Error;
 
-/// Errors from parsing operator input and rule manifests.
+/// Errors from parsing operator input, rule manifests and TLS settings.
 #[derive(Debug, Error)]
 pub enum Error {
     /// A pane target that is neither `session:window.pane` nor `%id`.
@@ -18,6 +18,19 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A TLS PEM file that cannot be read or holds nothing usable.
+    #[error("{what} {path}: {why}")]
+    TlsFile {
+        what: &'static str,
+        path: String,
+        why: String,
+    },
+    /// TLS settings that do not fit together.
+    #[error("{0}")]
+    TlsConfig(String),
+    /// A coordinator address a client cannot dial.
+    #[error("invalid coordinator address {addr:?}: {why} (write it as HOST:PORT or http://HOST:PORT, or https://HOST:PORT for TLS)")]
+    CoordAddress { addr: String, why: String },
 }
 
 /// `Result` with this crate's [`Error`].

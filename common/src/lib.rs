@@ -8,10 +8,13 @@
 //! - [`detect`]: the pane-state classifier and its TOML rule manifests.
 //! - [`gate`]: the validation gate every candidate prompt passes before it is typed.
 //! - [`auth`]: the shared-token check used on both gRPC services.
+//! - [`tls`]: PEM files, the clients' `[tls]` settings and coordinator address, and
+//!   TLS failures named in words that say what to fix.
 //! - [`error`]: this crate's error type.
 //!
-//! Nothing here does IO except reading rule override directories on request;
-//! tmux, gRPC servers, sled and HTTP live in the `karl-agent` and `karl-coord` crates.
+//! Nothing here does IO except reading rule override directories and TLS PEM files on
+//! request; tmux, gRPC servers, sled and HTTP live in the `karl-agent` and `karl-coord`
+//! crates.
 
 pub mod auth;
 pub mod detect;
@@ -19,6 +22,7 @@ pub mod error;
 pub mod gate;
 pub mod pane_text;
 pub mod target;
+pub mod tls;
 
 /// Generated protobuf and gRPC code, walled off from hand-written modules.
 mod generated {
