@@ -4,13 +4,14 @@
 use std::path::Path;
 use std::time::Duration;
 
+use karl_common::tls::{ClientTlsFiles, CoordAddr};
 use serde::Deserialize;
 
 /// `karl-agent.toml` as written on disk. Every field is optional.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentFile {
-    /// Coordinator URL, e.g. `http://mac5.local:7400`.
+    /// Coordinator URL, e.g. `http://mac5.local:7400`, or `https://…` for TLS.
     pub coord: Option<String>,
     /// This Mac's fleet name, e.g. `mac2`.
     pub machine: Option<String>,
@@ -21,6 +22,9 @@ pub struct AgentFile {
     pub tmux_bin: Option<String>,
     pub heartbeat_secs: Option<u64>,
     pub backoff_max_secs: Option<u64>,
+    /// How to dial an `https://` coordinator: CA, client certificate, server name.
+    #[serde(default)]
+    pub tls: Option<ClientTlsFiles>,
 }
 
 /// Reads a config file; a missing file at the default location is no error.
@@ -37,7 +41,8 @@ pub fn read_file(path: &Path, required: bool) -> Result<AgentFile, String> {
 /// What the link needs to dial and stay connected.
 #[derive(Debug, Clone)]
 pub struct LinkConfig {
-    pub coord: String,
+    /// The coordinator's address, with its TLS settings when it is `https://`.
+    pub coord: CoordAddr,
     pub machine: String,
     pub token: Option<String>,
     pub heartbeat: Duration,
@@ -47,13 +52,9 @@ pub struct LinkConfig {
 }
 
 impl LinkConfig {
-    pub fn new(
-        coord: impl Into<String>,
-        machine: impl Into<String>,
-        token: Option<String>,
-    ) -> Self {
+    pub fn new(coord: CoordAddr, machine: impl Into<String>, token: Option<String>) -> Self {
         LinkConfig {
-            coord: coord.into(),
+            coord,
             machine: machine.into(),
             token,
             heartbeat: Duration::from_secs(5),
@@ -74,5 +75,33 @@ mod tests {
             toml::from_str("coord = \"http://mac5:7400\"\nmachine = \"mac2\"").unwrap();
         assert_eq!(f.machine.as_deref(), Some("mac2"));
         assert!(toml::from_str::<AgentFile>("machin = \"mac2\"").is_err());
+        let f: AgentFile = toml::from_str(
+            "coord = \"https://mac5:7400\"\n[tls]\nca = \"/etc/karl/ca.pem\"\ndomain = \"mac5.local\"",
+        )
+        .unwrap();
+        let tls = f.tls.unwrap();
+        assert_eq!(tls.ca.unwrap().to_str(), Some("/etc/karl/ca.pem"));
+        assert_eq!(tls.domain.as_deref(), Some("mac5.local"));
+        assert!(toml::from_str::<AgentFile>("[tls]\nclient_ca = \"x\"").is_err());
+    }
+
+    #[test]
+    fn deploy_example_parses() {
+        let example = include_str!("../../deploy/karl-agent.toml");
+        let f: AgentFile = toml::from_str(example).unwrap();
+        assert_eq!(f.machine.as_deref(), Some("mac2"));
+        assert!(f.tls.is_none());
+        // The commented-out [tls] keys are real ones.
+        let tls_block = example.split_once("# [tls]").unwrap().1;
+        let on: String = tls_block
+            .lines()
+            .filter_map(|l| l.strip_prefix("# "))
+            .filter(|l| l.contains(" = "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let f: AgentFile = toml::from_str(&format!("[tls]\n{on}")).unwrap();
+        let tls = f.tls.unwrap();
+        assert!(tls.ca.is_some() && tls.cert.is_some() && tls.key.is_some());
+        assert_eq!(tls.domain.as_deref(), Some("mac5.local"));
     }
 }

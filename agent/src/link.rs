@@ -17,11 +17,11 @@ use std::time::Duration;
 use karl_common::auth::{bearer, AUTH_HEADER};
 use karl_common::pb;
 use karl_common::pb::agent_command::Kind;
+use karl_common::tls::Diagnosis;
 use rand::Rng;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::metadata::MetadataValue;
-use tonic::transport::Endpoint;
 use tonic::{Code, Request};
 
 use crate::config::LinkConfig;
@@ -119,7 +119,7 @@ pub async fn run<P: PaneOps>(
 }
 
 enum Ended {
-    /// The coordinator said no (token, name): retrying soon won't help.
+    /// The coordinator said no (token, name, TLS): retrying soon won't help.
     Rejected(String),
     /// Network trouble or the coordinator went away: retry with backoff.
     Lost(String),
@@ -156,22 +156,21 @@ async fn session<P: PaneOps>(
     events: &mut mpsc::Receiver<pb::AgentEvent>,
     backoff: &mut Backoff,
 ) -> Ended {
-    let endpoint = match Endpoint::from_shared(cfg.coord.clone()) {
-        Ok(e) => e
-            .connect_timeout(Duration::from_secs(5))
-            .http2_keep_alive_interval(Duration::from_secs(10))
-            .keep_alive_timeout(Duration::from_secs(20))
-            .tcp_nodelay(true),
-        Err(_) => {
-            return Ended::Rejected(format!(
-                "invalid coordinator URL {:?}: write it as http://HOST:PORT",
-                cfg.coord
-            ))
-        }
-    };
+    let endpoint = cfg
+        .coord
+        .endpoint()
+        .connect_timeout(Duration::from_secs(5))
+        .http2_keep_alive_interval(Duration::from_secs(10))
+        .keep_alive_timeout(Duration::from_secs(20))
+        .tcp_nodelay(true);
     let channel = match endpoint.connect().await {
         Ok(c) => c,
-        Err(e) => return Ended::Lost(format!("cannot reach the coordinator: {e}")),
+        Err(e) => {
+            return match cfg.coord.explain(&e) {
+                Some(d) => diagnosed(d),
+                None => Ended::Lost(format!("cannot reach the coordinator: {e}")),
+            }
+        }
     };
     let mut client = pb::agent_link_client::AgentLinkClient::new(channel)
         .max_decoding_message_size(16 * 1024 * 1024);
@@ -196,6 +195,11 @@ async fn session<P: PaneOps>(
     let mut inbound = match client.join(request).await {
         Ok(r) => r.into_inner(),
         Err(status) => {
+            // Under TLS 1.3 the server judges a client certificate after the client's
+            // side of the handshake is done, so a refusal shows up on the first call.
+            if let Some(d) = cfg.coord.explain(&status) {
+                return diagnosed(d);
+            }
             return match status.code() {
                 Code::Unauthenticated => Ended::Rejected(format!(
                     "the coordinator rejected our token ({}); fix --token / KARL_TOKEN",
@@ -257,6 +261,17 @@ async fn session<P: PaneOps>(
                 }
             }
         }
+    }
+}
+
+/// A TLS mismatch that rustls named (untrusted certificate, TLS on one side only) will
+/// not fix itself on the next try: say what to change and back off to the cap. One
+/// that is only likely (the connection closed at once) retries as any lost connection.
+fn diagnosed(d: Diagnosis) -> Ended {
+    if d.certain {
+        Ended::Rejected(d.message)
+    } else {
+        Ended::Lost(d.message)
     }
 }
 

@@ -51,8 +51,9 @@ pub async fn run(
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
 
     let local_agent = if cfg.local_agent {
+        let coord = karl_common::tls::CoordAddr::parse(&format!("http://{addr}"))?;
         let link = karl_agent::config::LinkConfig::new(
-            format!("http://{addr}"),
+            coord,
             cfg.local_machine.clone(),
             cfg.token.clone(),
         );

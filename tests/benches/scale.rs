@@ -30,6 +30,7 @@ use karl_agent::link::{OpError, PaneOps};
 use karl_common::detect::{classify_capture, CaptureMeta, Detector, PaneState};
 use karl_common::pane_text::stable_hash;
 use karl_common::pb;
+use karl_common::tls::CoordAddr;
 use karl_tests::harness::{free_port, karl_command, tail, wait_for, Proc, Scratch};
 use karl_tests::stub_model::{StubModel, StubScript};
 use tokio::sync::mpsc;
@@ -291,7 +292,7 @@ async fn run(screen: Arc<Screen>, params: Params) {
         coord.log_text()
     );
     let pid = coord.pid();
-    let url = format!("http://{addr}");
+    let coord_addr = CoordAddr::parse(&format!("http://{addr}")).unwrap();
 
     let latencies: Arc<Mutex<Vec<f64>>> = Arc::default();
     let measuring = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -339,7 +340,7 @@ async fn run(screen: Arc<Screen>, params: Params) {
         let (events_tx, events_rx) = mpsc::channel(1024);
         let mut stop = stop_rx.clone();
         let h = host.clone();
-        let link = LinkConfig::new(url.clone(), machine.clone(), None);
+        let link = LinkConfig::new(coord_addr.clone(), machine.clone(), None);
         tokio::spawn(async move {
             karl_agent::link::run(link, h, events_rx, async move {
                 let _ = stop.wait_for(|s| *s).await;
@@ -350,7 +351,9 @@ async fn run(screen: Arc<Screen>, params: Params) {
     }
 
     // Every agent connected, then one session per pane.
-    let mut client = karl_coord::ctl::client::connect(&url, None).await.unwrap();
+    let mut client = karl_coord::ctl::client::connect(&coord_addr, None)
+        .await
+        .unwrap();
     let connected = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             let n = client

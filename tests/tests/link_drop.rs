@@ -13,6 +13,7 @@ use std::time::Duration;
 use karl_agent::config::LinkConfig;
 use karl_agent::link::{OpError, PaneOps};
 use karl_common::pb;
+use karl_common::tls::CoordAddr;
 use karl_coord::config::CoordConfig;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
@@ -103,7 +104,8 @@ async fn same_agent_reconnecting_replaces_its_stale_stream() {
     let (cut_tx, cut_rx) = watch::channel(0u64);
     tokio::spawn(proxy(proxy_listener, coord_addr.clone(), cut_rx));
 
-    let mut link = LinkConfig::new(format!("http://{proxy_addr}"), "laptop", None);
+    let coord = CoordAddr::parse(&format!("http://{proxy_addr}")).expect("proxy address");
+    let mut link = LinkConfig::new(coord, "laptop", None);
     link.backoff_max = Duration::from_millis(500);
     let instance = link.instance_id.clone();
     let (_events_tx, events_rx) = mpsc::channel(8);
@@ -117,7 +119,8 @@ async fn same_agent_reconnecting_replaces_its_stale_stream() {
         },
     ));
 
-    let mut ctl = karl_coord::ctl::client::connect(&coord_addr, None)
+    let coord = CoordAddr::parse(&coord_addr).expect("coordinator address");
+    let mut ctl = karl_coord::ctl::client::connect(&coord, None)
         .await
         .expect("ctl");
     let listed =

@@ -10,6 +10,7 @@ use clap::Parser;
 use karl_agent::config::{read_file, LinkConfig};
 use karl_agent::panes::PaneHost;
 use karl_agent::tmux::Tmux;
+use karl_common::tls::{ClientTlsFiles, CoordAddr};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -18,7 +19,7 @@ use karl_agent::tmux::Tmux;
     about = "Watch tmux panes on this Mac and type into them for the KARL coordinator."
 )]
 struct Args {
-    /// Coordinator URL, e.g. http://mac5.local:7400.
+    /// Coordinator URL, e.g. http://mac5.local:7400, or https://mac5.local:7400 for TLS.
     #[arg(long, env = "KARL_COORD")]
     coord: Option<String>,
     /// This Mac's fleet name, e.g. mac2.
@@ -33,6 +34,18 @@ struct Args {
     /// The tmux program (a path or a name on PATH). Default: tmux.
     #[arg(long, env = "KARL_TMUX_BIN")]
     tmux_bin: Option<String>,
+    /// TLS: PEM of the CA that signed the coordinator's certificate (default: the system's CAs).
+    #[arg(long, env = "KARL_TLS_CA")]
+    tls_ca: Option<PathBuf>,
+    /// TLS: this agent's client certificate (PEM), for a coordinator that requires one.
+    #[arg(long, env = "KARL_TLS_CERT")]
+    tls_cert: Option<PathBuf>,
+    /// TLS: the private key of --tls-cert (PEM).
+    #[arg(long, env = "KARL_TLS_KEY")]
+    tls_key: Option<PathBuf>,
+    /// TLS: the name to check the coordinator's certificate against (default: the host dialed).
+    #[arg(long, env = "KARL_TLS_DOMAIN")]
+    tls_domain: Option<String>,
     /// Config file (TOML); default ~/.config/karl/karl-agent.toml if present.
     #[arg(long, env = "KARL_AGENT_CONFIG")]
     config: Option<PathBuf>,
@@ -63,11 +76,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
         .coord
         .or(file.coord)
         .unwrap_or_else(|| "http://127.0.0.1:7400".to_string());
-    let coord = if coord.contains("://") {
-        coord
-    } else {
-        format!("http://{coord}")
-    };
+    let tls = ClientTlsFiles {
+        ca: args.tls_ca,
+        cert: args.tls_cert,
+        key: args.tls_key,
+        domain: args.tls_domain,
+    }
+    .or(file.tls.unwrap_or_default());
+    let coord = CoordAddr::new(&coord, &tls)?;
     let machine = args
         .machine
         .or(file.machine)

@@ -154,7 +154,8 @@ pub async fn run(turns: u32, keep: bool, json: bool) -> anyhow::Result<ExitCode>
 }
 
 async fn drive(addr: &str, turns: u32, json: bool) -> anyhow::Result<ExitCode> {
-    let mut c = super::client::connect(addr, None).await?;
+    let coord = karl_common::tls::CoordAddr::parse(addr)?;
+    let mut c = super::client::connect(&coord, None).await?;
     let mut connected = false;
     for _ in 0..100 {
         let agents = c

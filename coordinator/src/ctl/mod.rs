@@ -16,18 +16,21 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use karl_common::pb;
 use karl_common::target::PaneTarget;
+use karl_common::tls::{ClientTlsFiles, CoordAddr};
 use serde::Deserialize;
 use tokio_stream::StreamExt;
 
 use crate::config::{read_toml, DEFAULT_LISTEN};
 use client::explain;
 
-/// `karl-ctl.toml`: where the coordinator is and the token.
+/// `karl-ctl.toml`: where the coordinator is, the token, and how to dial it over TLS.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CtlFile {
     pub coord: Option<String>,
     pub token: Option<String>,
+    #[serde(default)]
+    pub tls: Option<ClientTlsFiles>,
 }
 
 #[derive(Debug, Parser)]
@@ -37,13 +40,25 @@ pub struct CtlFile {
     about = "Drive AI coding-agent sessions in tmux panes across a fleet of Macs."
 )]
 pub struct Cli {
-    /// Coordinator address (host:port or http://host:port).
+    /// Coordinator address (host:port or http://host:port; https://host:port for TLS).
     #[arg(long, env = "KARL_COORD", global = true)]
     pub coord: Option<String>,
     /// Shared token of the coordinator.
     #[arg(long, env = "KARL_TOKEN", global = true, hide_env_values = true)]
     pub token: Option<String>,
-    /// Config file (TOML with `coord` and `token`); default ~/.config/karl/karl-ctl.toml if present.
+    /// TLS: PEM of the CA that signed the coordinator's certificate (default: the system's CAs).
+    #[arg(long, env = "KARL_TLS_CA", global = true)]
+    pub tls_ca: Option<PathBuf>,
+    /// TLS: client certificate (PEM), for a coordinator that requires one (mTLS).
+    #[arg(long, env = "KARL_TLS_CERT", global = true)]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS: the private key of --tls-cert (PEM).
+    #[arg(long, env = "KARL_TLS_KEY", global = true)]
+    pub tls_key: Option<PathBuf>,
+    /// TLS: the name to check the coordinator's certificate against (default: the host dialed).
+    #[arg(long, env = "KARL_TLS_DOMAIN", global = true)]
+    pub tls_domain: Option<String>,
+    /// Config file (TOML with `coord`, `token` and `[tls]`); default ~/.config/karl/karl-ctl.toml if present.
     #[arg(long, env = "KARL_CTL_CONFIG", global = true)]
     pub config: Option<PathBuf>,
     /// Print JSON instead of text.
@@ -540,7 +555,7 @@ fn check_target(pane: &str) -> anyhow::Result<String> {
 }
 
 /// Flags and env (clap) win over the config file, which wins over the defaults.
-fn resolve_coord(cli: &Cli) -> anyhow::Result<(String, Option<String>)> {
+fn resolve_coord(cli: &Cli) -> anyhow::Result<(CoordAddr, Option<String>)> {
     let file: CtlFile = match &cli.config {
         Some(p) => read_toml(p, true)?.unwrap_or_default(),
         None => match karl_common::default_config_path("karl-ctl.toml") {
@@ -554,7 +569,14 @@ fn resolve_coord(cli: &Cli) -> anyhow::Result<(String, Option<String>)> {
         .or(file.coord)
         .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
     let token = cli.token.clone().or(file.token).filter(|t| !t.is_empty());
-    Ok((coord, token))
+    let tls = ClientTlsFiles {
+        ca: cli.tls_ca.clone(),
+        cert: cli.tls_cert.clone(),
+        key: cli.tls_key.clone(),
+        domain: cli.tls_domain.clone(),
+    }
+    .or(file.tls.unwrap_or_default());
+    Ok((CoordAddr::new(&coord, &tls)?, token))
 }
 
 /// A `--other-projects` entry: a bare project name or a project with its path.
@@ -613,4 +635,29 @@ fn validate(
     } else {
         ExitCode::from(1)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn deploy_example_parses() {
+        let example = include_str!("../../../deploy/karl-ctl.toml");
+        let f: CtlFile = toml::from_str(example).unwrap();
+        assert!(f.coord.is_some() && f.tls.is_none());
+        // The commented-out [tls] keys are real ones.
+        let tls_block = example.split_once("# [tls]").unwrap().1;
+        let on: String = tls_block
+            .lines()
+            .filter_map(|l| l.strip_prefix("# "))
+            .filter(|l| l.contains(" = "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let f: CtlFile = toml::from_str(&format!("[tls]\n{on}")).unwrap();
+        let tls = f.tls.unwrap();
+        assert!(tls.ca.is_some() && tls.cert.is_some() && tls.key.is_some());
+        assert!(toml::from_str::<CtlFile>("[tls]\nclient_ca = \"x\"").is_err());
+    }
 }
