@@ -15,7 +15,7 @@ use crate::engine::Engine;
 use crate::error::{CoordError, Result};
 use crate::model::{HttpModelClient, ModelClient};
 use crate::registry::Registry;
-use crate::server::{serve, ServerState};
+use crate::server::{serve, tls_config, ServerState};
 use crate::store::Store;
 
 /// Runs the coordinator on `listener` until `shutdown` completes.
@@ -24,6 +24,13 @@ pub async fn run(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
+    // Files first: a bad certificate is a startup error, before anything else opens.
+    let tls = cfg.tls.as_ref().map(tls_config).transpose()?;
+    if tls.is_some() && cfg.local_agent {
+        return Err(CoordError::InvalidArgument(
+            "--local-agent cannot dial a TLS listener: run karl-agent beside the coordinator instead".into(),
+        ));
+    }
     let store = Store::open(&cfg.data_dir)?;
     let registry = Arc::new(Registry::new());
     let detector = match &cfg.rules_dir {
@@ -51,6 +58,7 @@ pub async fn run(
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
 
     let local_agent = if cfg.local_agent {
+        // Loopback plaintext: config validation keeps --local-agent and TLS apart.
         let coord = karl_common::tls::CoordAddr::parse(&format!("http://{addr}"))?;
         let link = karl_agent::config::LinkConfig::new(
             coord,
@@ -83,11 +91,13 @@ pub async fn run(
         None
     };
 
-    tracing::info!(target: "coord", %addr, data_dir = %cfg.data_dir.display(), auth = cfg.token.is_some(), "karl-coord listening");
+    let mtls = cfg.tls.as_ref().is_some_and(|t| t.client_ca.is_some());
+    tracing::info!(target: "coord", %addr, data_dir = %cfg.data_dir.display(), auth = cfg.token.is_some(), tls = tls.is_some(), mtls, "karl-coord listening");
     let state = ServerState {
         registry,
         engine: engine.clone(),
         token: cfg.token.clone(),
+        tls,
     };
     let served = serve(listener, state, async move {
         shutdown.await;

@@ -36,6 +36,28 @@ pub struct CoordFile {
     pub context: Option<ContextConfig>,
     #[serde(default)]
     pub engine: Option<EngineFile>,
+    #[serde(default)]
+    pub tls: Option<TlsFile>,
+}
+
+/// `[tls]` table (and `--tls-cert`, `--tls-key`, `--tls-client-ca`): serve both gRPC
+/// services over TLS; with `client_ca`, every client must also show a certificate
+/// signed by that CA (mTLS).
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsFile {
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    pub client_ca: Option<PathBuf>,
+}
+
+/// The coordinator's TLS settings, complete: its certificate chain and key (PEM), and
+/// the CA client certificates must chain to when mTLS is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerTls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub client_ca: Option<PathBuf>,
 }
 
 /// `[engine]` table: session defaults.
@@ -67,6 +89,8 @@ pub struct CoordConfig {
     pub model: ModelConfig,
     pub context: ContextConfig,
     pub engine: EngineFile,
+    /// TLS on the listener; `None` serves plaintext.
+    pub tls: Option<ServerTls>,
 }
 
 impl CoordConfig {
@@ -87,6 +111,7 @@ impl CoordConfig {
             },
             context: ContextConfig::default(),
             engine: EngineFile::default(),
+            tls: None,
         }
     }
 
@@ -182,6 +207,44 @@ pub fn check_listen(listen: &str, token: Option<&str>) -> Result<SocketAddr, Con
     }
 }
 
+/// Merges the TLS flags and env (`over`) onto the file's `[tls]` table and checks that
+/// the pieces fit: a certificate needs its key and the other way round, and a client CA
+/// needs TLS to be on. The in-process agent (`--local-agent`) dials in plaintext, so it
+/// cannot share a TLS listener.
+pub fn resolve_tls(
+    over: TlsFile,
+    file: Option<TlsFile>,
+    local_agent: bool,
+) -> Result<Option<ServerTls>, ConfigError> {
+    let file = file.unwrap_or_default();
+    let cert = over.cert.or(file.cert);
+    let key = over.key.or(file.key);
+    let client_ca = over.client_ca.or(file.client_ca);
+    let tls = match (cert, key) {
+        (Some(cert), Some(key)) => ServerTls {
+            cert,
+            key,
+            client_ca,
+        },
+        (None, None) if client_ca.is_some() => return Err(ConfigError::Invalid(
+            "[tls] client_ca / --tls-client-ca needs TLS on: set [tls] cert and key / --tls-cert and --tls-key too".into(),
+        )),
+        (None, None) => return Ok(None),
+        (Some(_), None) => return Err(ConfigError::Invalid(
+            "[tls] cert / --tls-cert is set without its private key: set [tls] key / --tls-key (or KARL_TLS_KEY) too".into(),
+        )),
+        (None, Some(_)) => return Err(ConfigError::Invalid(
+            "[tls] key / --tls-key is set without its certificate: set [tls] cert / --tls-cert (or KARL_TLS_CERT) too".into(),
+        )),
+    };
+    if local_agent {
+        return Err(ConfigError::Invalid(
+            "--local-agent cannot dial a TLS listener: run karl-agent beside the coordinator with --coord https://HOST:PORT and --tls-ca instead".into(),
+        ));
+    }
+    Ok(Some(tls))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -206,12 +269,93 @@ mod tests {
         ));
     }
 
+    /// An example config with its commented-out `key = value` lines switched on.
+    fn uncommented(example: &str) -> String {
+        example
+            .lines()
+            .map(|l| match l.strip_prefix("# ") {
+                Some(rest)
+                    if rest.starts_with('[')
+                        || rest.split_once(" = ").is_some_and(|(k, _)| {
+                            k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                        }) =>
+                {
+                    rest
+                }
+                _ => l,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     #[test]
     fn deploy_example_parses() {
-        let f: CoordFile = toml::from_str(include_str!("../../deploy/karl-coord.toml")).unwrap();
+        let example = include_str!("../../deploy/karl-coord.toml");
+        let f: CoordFile = toml::from_str(example).unwrap();
         let m = f.model.unwrap();
         assert_eq!(m.urls.len(), 2);
         assert_eq!(f.engine.unwrap().max_turns, Some(30));
+        assert!(f.tls.is_none());
+        // Every commented-out key is a real one.
+        let f: CoordFile = toml::from_str(&uncommented(example)).unwrap();
+        let tls = f.tls.unwrap();
+        assert!(tls.cert.is_some() && tls.key.is_some() && tls.client_ca.is_some());
+    }
+
+    #[test]
+    fn tls_pieces_must_fit() {
+        let p = |s: &str| Some(PathBuf::from(s));
+        let both = TlsFile {
+            cert: p("c.pem"),
+            key: p("k.pem"),
+            client_ca: None,
+        };
+        assert_eq!(resolve_tls(TlsFile::default(), None, false).unwrap(), None);
+        let tls = resolve_tls(TlsFile::default(), Some(both.clone()), false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(tls.cert, PathBuf::from("c.pem"));
+        // Flags and env beat the file, field by field.
+        let over = TlsFile {
+            key: p("flag-k.pem"),
+            client_ca: p("ca.pem"),
+            ..TlsFile::default()
+        };
+        let tls = resolve_tls(over, Some(both.clone()), false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            tls,
+            ServerTls {
+                cert: PathBuf::from("c.pem"),
+                key: PathBuf::from("flag-k.pem"),
+                client_ca: p("ca.pem"),
+            }
+        );
+        let only_cert = TlsFile {
+            cert: p("c.pem"),
+            ..TlsFile::default()
+        };
+        let err = resolve_tls(only_cert, None, false).unwrap_err().to_string();
+        assert!(err.contains("--tls-key"), "{err}");
+        let only_key = TlsFile {
+            key: p("k.pem"),
+            ..TlsFile::default()
+        };
+        let err = resolve_tls(TlsFile::default(), Some(only_key), false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--tls-cert"), "{err}");
+        let only_ca = TlsFile {
+            client_ca: p("ca.pem"),
+            ..TlsFile::default()
+        };
+        let err = resolve_tls(only_ca, None, false).unwrap_err().to_string();
+        assert!(err.contains("needs TLS on"), "{err}");
+        let err = resolve_tls(TlsFile::default(), Some(both), true)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--local-agent"), "{err}");
     }
 
     #[test]
@@ -221,5 +365,7 @@ mod tests {
         let ok: CoordFile =
             toml::from_str("listen = \"127.0.0.1:1\"\n[engine]\nmax_turns = 5").unwrap();
         assert_eq!(ok.engine.unwrap().max_turns, Some(5));
+        let err = toml::from_str::<CoordFile>("[tls]\ncert = \"c\"\nca = \"x\"").unwrap_err();
+        assert!(err.to_string().contains("unknown field"), "{err}");
     }
 }

@@ -1,7 +1,9 @@
 //! Serving both gRPC services on one listener, with the cross-cutting concerns as
 //! tower layers: the shared-token check, a per-request timeout (which bounds only the
 //! time to response headers, so long-lived streams are unaffected), a concurrency limit,
-//! and HTTP/2 keepalive so a vanished agent's stream is noticed.
+//! and HTTP/2 keepalive so a vanished agent's stream is noticed. With `[tls]` set the
+//! listener speaks only TLS (tonic's rustls), and with `client_ca` only to clients whose
+//! certificate that CA signed; the token is checked either way.
 //!
 //! Stopping: when the shutdown future completes, every long-lived stream (agent links,
 //! pane watches, session follows) ends through [`Closing`], so graceful shutdown has
@@ -16,11 +18,13 @@ use karl_common::pb;
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::service::InterceptorLayer;
-use tonic::transport::Server;
+use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
 use tonic::{Request, Status};
 
+use crate::config::ServerTls;
 use crate::control::ControlService;
 use crate::engine::Engine;
+use crate::error::{CoordError, Result};
 use crate::link::AgentLinkService;
 use crate::registry::Registry;
 
@@ -61,6 +65,48 @@ pub struct ServerState {
     pub registry: Arc<Registry>,
     pub engine: Arc<Engine>,
     pub token: Option<String>,
+    /// TLS for the listener, from [`tls_config`]; `None` serves plaintext.
+    pub tls: Option<ServerTlsConfig>,
+}
+
+/// Bound on a client's TLS handshake, so half-open connections do not pile up.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Reads the coordinator's certificate, key and client CA and checks that they make a
+/// working TLS setup, so a key that does not belong to the certificate stops startup
+/// with a message naming both files rather than failing every handshake.
+pub fn tls_config(tls: &ServerTls) -> Result<ServerTlsConfig> {
+    let cert = karl_common::tls::read_certs(&tls.cert)?;
+    let key = karl_common::tls::read_key(&tls.key)?;
+    let mut cfg = ServerTlsConfig::new()
+        .identity(Identity::from_pem(cert, key))
+        .timeout(TLS_HANDSHAKE_TIMEOUT);
+    if let Some(ca) = &tls.client_ca {
+        cfg = cfg.client_ca_root(Certificate::from_pem(karl_common::tls::read_ca(ca)?));
+    }
+    Server::builder().tls_config(cfg.clone()).map_err(|e| {
+        CoordError::InvalidArgument(format!(
+            "TLS certificate {} and key {} do not make a usable pair ({}): check that the key belongs to the certificate",
+            tls.cert.display(),
+            tls.key.display(),
+            error_chain(&e)
+        ))
+    })?;
+    Ok(cfg)
+}
+
+/// An error and its sources on one line.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut src = e.source();
+    while let Some(s) = src {
+        let text = s.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        src = s.source();
+    }
+    parts.join(": ")
 }
 
 /// Builds the token interceptor. With no token configured (loopback-only use, enforced
@@ -95,12 +141,16 @@ pub async fn serve(
     listener: TcpListener,
     state: ServerState,
     shutdown: impl Future<Output = ()> + Send,
-) -> Result<(), tonic::transport::Error> {
+) -> std::result::Result<(), tonic::transport::Error> {
     let (close, closing) = Closing::new();
     let layer = tower::ServiceBuilder::new()
         .layer(InterceptorLayer::new(auth_interceptor(state.token.clone())))
         .into_inner();
-    let server = Server::builder()
+    let mut builder = Server::builder();
+    if let Some(tls) = state.tls.clone() {
+        builder = builder.tls_config(tls)?;
+    }
+    let server = builder
         .timeout(Duration::from_secs(60))
         .concurrency_limit_per_connection(256)
         .http2_keepalive_interval(Some(Duration::from_secs(10)))

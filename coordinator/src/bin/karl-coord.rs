@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Parser;
 use karl_coord::config::{
-    check_listen, default_data_dir, read_toml, CoordConfig, CoordFile, DEFAULT_LISTEN,
+    check_listen, default_data_dir, read_toml, resolve_tls, CoordConfig, CoordFile, TlsFile,
+    DEFAULT_LISTEN,
 };
 
 #[derive(Debug, Parser)]
@@ -31,6 +32,15 @@ struct Args {
     /// Model name sent to the server.
     #[arg(long, env = "KARL_MODEL")]
     model: Option<String>,
+    /// Serve over TLS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, env = "KARL_TLS_CERT")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, env = "KARL_TLS_KEY")]
+    tls_key: Option<PathBuf>,
+    /// Require client certificates signed by this CA (PEM): mTLS.
+    #[arg(long, env = "KARL_TLS_CLIENT_CA")]
+    tls_client_ca: Option<PathBuf>,
     /// Directory of detection-rule manifests overriding the embedded ones.
     #[arg(long, env = "KARL_RULES")]
     rules: Option<PathBuf>,
@@ -88,6 +98,16 @@ fn resolve(args: Args) -> anyhow::Result<CoordConfig> {
     model.validate().context("model settings")?;
     let context = file.context.clone().unwrap_or_default();
     context.validate().context("[context] settings")?;
+    let local_agent = args.local_agent || file.local_agent.unwrap_or(false);
+    let tls = resolve_tls(
+        TlsFile {
+            cert: args.tls_cert,
+            key: args.tls_key,
+            client_ca: args.tls_client_ca,
+        },
+        file.tls,
+        local_agent,
+    )?;
     Ok(CoordConfig {
         listen,
         token,
@@ -96,7 +116,7 @@ fn resolve(args: Args) -> anyhow::Result<CoordConfig> {
             .or(file.data_dir)
             .unwrap_or_else(default_data_dir),
         rules_dir: args.rules.or(file.rules_dir),
-        local_agent: args.local_agent || file.local_agent.unwrap_or(false),
+        local_agent,
         local_machine: args
             .machine
             .or(file.local_machine)
@@ -109,6 +129,7 @@ fn resolve(args: Args) -> anyhow::Result<CoordConfig> {
         model,
         context,
         engine: file.engine.unwrap_or_default(),
+        tls,
     })
 }
 
