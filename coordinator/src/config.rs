@@ -300,6 +300,7 @@ mod tests {
         let f: CoordFile = toml::from_str(&uncommented(example)).unwrap();
         let tls = f.tls.unwrap();
         assert!(tls.cert.is_some() && tls.key.is_some() && tls.client_ca.is_some());
+        assert!(f.model.unwrap().ca.is_some());
     }
 
     #[test]

@@ -32,6 +32,9 @@ struct Args {
     /// Model name sent to the server.
     #[arg(long, env = "KARL_MODEL")]
     model: Option<String>,
+    /// PEM of a private CA to trust for https:// model endpoints (besides the system's CAs).
+    #[arg(long, env = "KARL_MODEL_CA")]
+    model_ca: Option<PathBuf>,
     /// Serve over TLS with this certificate chain (PEM); needs --tls-key.
     #[arg(long, env = "KARL_TLS_CERT")]
     tls_cert: Option<PathBuf>,
@@ -94,6 +97,9 @@ fn resolve(args: Args) -> anyhow::Result<CoordConfig> {
     }
     if args.model.is_some() {
         model.model = args.model;
+    }
+    if args.model_ca.is_some() {
+        model.ca = args.model_ca;
     }
     model.validate().context("model settings")?;
     let context = file.context.clone().unwrap_or_default();

@@ -1,5 +1,6 @@
-//! [`HttpModelClient`]: OpenAI-compatible chat completions over plain HTTP (reqwest
-//! with no TLS stack — see [`super::ModelConfig`]).
+//! [`HttpModelClient`]: OpenAI-compatible chat completions over HTTP or HTTPS (reqwest
+//! with rustls; the system's CAs plus an optional private one — see
+//! [`super::ModelConfig`]).
 //!
 //! Each request tries the endpoints in order — primary first, except that endpoints
 //! which recently failed as unavailable go to the back for `cooldown_ms` — with up to
@@ -12,6 +13,7 @@
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use karl_common::tls::TlsFailure;
 use rand::Rng;
 use reqwest::header::CONTENT_TYPE;
 use reqwest::{StatusCode, Url};
@@ -77,8 +79,8 @@ impl std::fmt::Debug for HttpModelClient {
 }
 
 impl HttpModelClient {
-    /// Builds a client; fails on an empty URL list, an unusable URL (`https://`
-    /// included) or out-of-range settings.
+    /// Builds a client; fails on an empty URL list, an unusable URL, an unreadable or
+    /// empty `ca` file, or out-of-range settings.
     pub fn new(config: ModelConfig) -> Result<Self, ModelError> {
         config.validate()?;
         let endpoints = config
@@ -86,7 +88,17 @@ impl HttpModelClient {
             .iter()
             .map(|u| parse_endpoint(u))
             .collect::<Result<Vec<_>, _>>()?;
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        if let Some(ca) = &config.ca {
+            let pem = karl_common::tls::read_ca(ca)
+                .map_err(|e| ModelError::BadConfig(format!("[model] ca: {e}")))?;
+            for cert in reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                ModelError::BadConfig(format!("[model] ca {}: {}", ca.display(), error_chain(&e)))
+            })? {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        let http = builder
             .connect_timeout(config.connect_timeout())
             // The model server is on a trusted network; an environment proxy would only
             // break loopback and LAN addresses.
@@ -326,13 +338,12 @@ fn parse_endpoint(raw: &str) -> Result<Endpoint, ModelError> {
     };
     let mut url = Url::parse(raw.trim()).map_err(|e| bad(&e.to_string()))?;
     match url.scheme() {
-        "http" => {}
-        "https" => {
-            return Err(bad(
-                "https needs TLS, which this build leaves out; serve the model over http on a trusted network or a tunnel",
-            ))
+        "http" | "https" => {}
+        other => {
+            return Err(bad(&format!(
+                "unsupported scheme {other:?}, expected http or https"
+            )))
         }
-        other => return Err(bad(&format!("unsupported scheme {other:?}, expected http"))),
     }
     if url.host_str().is_none_or(str::is_empty) {
         return Err(bad("no host"));
@@ -361,6 +372,12 @@ fn parse_endpoint(raw: &str) -> Result<Endpoint, ModelError> {
 }
 
 fn send_error(endpoint: &str, e: &reqwest::Error, bound: Duration) -> ModelError {
+    if let Some(failure) = TlsFailure::find(e) {
+        return ModelError::Tls {
+            endpoint: endpoint.to_string(),
+            detail: tls_advice(failure),
+        };
+    }
     let endpoint = endpoint.to_string();
     // A connect timeout is a host that is not there: unreachable, like a refusal.
     if e.is_connect() {
@@ -378,6 +395,28 @@ fn send_error(endpoint: &str, e: &reqwest::Error, bound: Duration) -> ModelError
             endpoint,
             detail: error_chain(e),
         }
+    }
+}
+
+/// What to do about a TLS failure with a model server.
+fn tls_advice(failure: TlsFailure) -> String {
+    match failure {
+        TlsFailure::Untrusted(d) => format!(
+            "its certificate is not trusted ({d}): set [model] ca / KARL_MODEL_CA to the CA that signed it"
+        ),
+        TlsFailure::WrongName(d) => format!(
+            "its certificate is not valid for the host in the URL ({d}): use a name the certificate lists"
+        ),
+        TlsFailure::Expired(d) => format!(
+            "its certificate is expired or not yet valid ({d}): renew it, or check the clocks"
+        ),
+        TlsFailure::NotTls(d) => {
+            format!("it does not speak TLS ({d}): use an http:// URL for it")
+        }
+        TlsFailure::ClientCertRequired(d) => {
+            format!("it requires a client certificate, which KARL does not send ({d})")
+        }
+        TlsFailure::ClientCertRejected(d) | TlsFailure::Other(d) => d,
     }
 }
 
@@ -591,8 +630,11 @@ mod tests {
                 .as_str(),
             "http://h/api/openai/v1/chat/completions"
         );
+        assert_eq!(
+            parse_endpoint("https://mac5:8443").unwrap().chat.as_str(),
+            "https://mac5:8443/v1/chat/completions"
+        );
         for bad in [
-            "https://api.example.com/v1",
             "ftp://h/v1",
             "not a url",
             "",

@@ -11,6 +11,7 @@ mod http;
 mod scripted;
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::time::Duration;
 
@@ -127,6 +128,9 @@ pub enum ModelError {
     Unreachable { endpoint: String, detail: String },
     #[error("model endpoint {endpoint} connection failed: {detail}")]
     Transport { endpoint: String, detail: String },
+    /// TLS with an `https://` endpoint failed; `detail` says what to fix.
+    #[error("model endpoint {endpoint}: TLS failed: {detail}")]
+    Tls { endpoint: String, detail: String },
     #[error("model endpoint {endpoint} did not answer within {} ms", after.as_millis())]
     Timeout { endpoint: String, after: Duration },
     #[error("model endpoint {endpoint} answered HTTP {status}: {body}")]
@@ -153,6 +157,7 @@ impl ModelError {
             ModelError::BadConfig(_) => "bad_config",
             ModelError::Unreachable { .. } => "unreachable",
             ModelError::Transport { .. } => "transport",
+            ModelError::Tls { .. } => "tls",
             ModelError::Timeout { .. } => "timeout",
             ModelError::Status { .. } => "status",
             ModelError::Malformed { .. } => "malformed",
@@ -166,6 +171,7 @@ impl ModelError {
         match self {
             ModelError::Unreachable { endpoint, .. }
             | ModelError::Transport { endpoint, .. }
+            | ModelError::Tls { endpoint, .. }
             | ModelError::Timeout { endpoint, .. }
             | ModelError::Status { endpoint, .. }
             | ModelError::Malformed { endpoint, .. }
@@ -177,7 +183,8 @@ impl ModelError {
 
     /// Worth another attempt at the same endpoint: the server may answer differently
     /// (a restart, a transient overload, a sampling fluke). A 4xx other than 408/429
-    /// will not change, and configuration errors never do.
+    /// will not change, and neither do configuration errors or a certificate this side
+    /// does not trust.
     pub fn is_retryable(&self) -> bool {
         match self {
             ModelError::Unreachable { .. }
@@ -187,17 +194,21 @@ impl ModelError {
             | ModelError::Empty { .. }
             | ModelError::TooLarge { .. } => true,
             ModelError::Status { status, .. } => *status >= 500 || *status == 408 || *status == 429,
-            ModelError::NoEndpoints | ModelError::BadUrl { .. } | ModelError::BadConfig(_) => false,
+            ModelError::NoEndpoints
+            | ModelError::BadUrl { .. }
+            | ModelError::BadConfig(_)
+            | ModelError::Tls { .. } => false,
         }
     }
 
     /// The endpoint is down or overloaded (as opposed to answering badly): the client
     /// tries the other endpoints first for a while, and a session with no endpoint up
-    /// runs plan-only.
+    /// runs plan-only. An endpoint whose TLS fails is as unusable as a down one.
     pub fn is_unavailable(&self) -> bool {
         match self {
             ModelError::Unreachable { .. }
             | ModelError::Transport { .. }
+            | ModelError::Tls { .. }
             | ModelError::Timeout { .. } => true,
             ModelError::Status { status, .. } => *status >= 500 || *status == 429,
             _ => false,
@@ -224,9 +235,9 @@ pub const DEFAULT_MODEL_URL: &str = "http://127.0.0.1:8100/v1";
 /// Model client settings (the `[model]` table of the coordinator's config;
 /// `--model-url` / `KARL_MODEL_URL` / `--model` override it).
 ///
-/// Endpoints are plain `http://` base URLs such as `http://mac5:8100/v1`: the build
-/// carries no TLS stack, so the model server must sit on a trusted network (loopback,
-/// LAN, or a tunnel). `https://` URLs are refused when the client is built.
+/// Endpoints are base URLs such as `http://mac5:8100/v1` or `https://mac5:8443/v1`.
+/// `https://` endpoints are checked against the system's trusted CAs plus `ca`, when set
+/// (a private CA's PEM), so a model server with a self-made certificate works.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ModelConfig {
@@ -251,6 +262,9 @@ pub struct ModelConfig {
     pub max_reply_bytes: usize,
     /// Sent as `Authorization: Bearer …` when set (servers started with an API key).
     pub api_key: Option<String>,
+    /// PEM of a private CA to trust for `https://` endpoints, besides the system's CAs
+    /// (`KARL_MODEL_CA`, `--model-ca`).
+    pub ca: Option<PathBuf>,
 }
 
 impl Default for ModelConfig {
@@ -268,6 +282,7 @@ impl Default for ModelConfig {
             cooldown_ms: 30_000,
             max_reply_bytes: 1 << 20,
             api_key: None,
+            ca: None,
         }
     }
 }
@@ -287,6 +302,7 @@ impl std::fmt::Debug for ModelConfig {
             .field("cooldown_ms", &self.cooldown_ms)
             .field("max_reply_bytes", &self.max_reply_bytes)
             .field("api_key", &self.api_key.as_ref().map(|_| "[set]"))
+            .field("ca", &self.ca)
             .finish()
     }
 }
@@ -355,6 +371,12 @@ mod tests {
         assert!(c.validate().is_ok());
         assert_eq!(ModelConfig::default().urls, [DEFAULT_MODEL_URL]);
         assert!(toml::from_str::<ModelConfig>("url = \"x\"").is_err());
+        let c: ModelConfig =
+            toml::from_str("urls = [\"https://mac5:8443/v1\"]\nca = \"/etc/karl/ca.pem\"").unwrap();
+        assert_eq!(
+            c.ca.as_deref(),
+            Some(std::path::Path::new("/etc/karl/ca.pem"))
+        );
     }
 
     #[test]
