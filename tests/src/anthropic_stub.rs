@@ -265,7 +265,7 @@ impl AnthropicStub {
             let _guard = runtime.enter();
             TcpListener::from_std(std_listener)?
         };
-        runtime.spawn(crate::http_stub::serve(listener, rx, {
+        runtime.spawn(crate::http_stub::serve(listener, None, rx, {
             let state = Arc::clone(&state);
             move |req| handle(Arc::clone(&state), req)
         }));

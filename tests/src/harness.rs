@@ -272,7 +272,20 @@ pub fn start_agent(
     token: Option<&str>,
     tmux_socket: &str,
 ) -> Proc {
+    start_agent_with(scratch, coord_url, machine, token, tmux_socket, &[])
+}
+
+/// [`start_agent`] with `extra` flags (e.g. `--tls-ca FILE`).
+pub fn start_agent_with(
+    scratch: &Scratch,
+    coord_url: &str,
+    machine: &str,
+    token: Option<&str>,
+    tmux_socket: &str,
+    extra: &[&str],
+) -> Proc {
     let mut cmd = karl_command("karl-agent", scratch.dir.path());
+    cmd.args(extra);
     cmd.arg("--coord")
         .arg(coord_url)
         .arg("--machine")

@@ -1,9 +1,11 @@
 //! What the two stub servers (the OpenAI-compatible model and the Anthropic Messages API)
 //! share: the response body type, a plain response, and the accept loop that serves
-//! HTTP/1.1 connections until shutdown. What each replies lives in its own module.
+//! HTTP/1.1 connections — plain, or over TLS with a [`TlsAcceptor`] — until shutdown.
+//! What each replies lives in its own module.
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,9 +17,13 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
+pub use tokio_rustls::TlsAcceptor;
 
 /// A response body: whole or streamed.
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -35,10 +41,35 @@ pub fn full(
     resp
 }
 
+/// A TLS acceptor for a stub server from a PEM certificate chain and key (rustls with
+/// the ring provider, HTTP/1.1 over ALPN).
+pub fn tls_acceptor(cert_pem: &[u8], key_pem: &[u8]) -> std::io::Result<TlsAcceptor> {
+    let bad = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
+    let certs = CertificateDer::pem_slice_iter(cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(format!("certificate: {e}")))?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| bad(format!("key: {e}")))?;
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| bad(e.to_string()))?
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .map_err(|e| bad(e.to_string()))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
 /// Serves connections on `listener` with `handle` until `shutdown` fires (or its sender
-/// is dropped); open connections are then aborted.
-pub async fn serve<H, F>(listener: TcpListener, mut shutdown: oneshot::Receiver<()>, handle: H)
-where
+/// is dropped); open connections are then aborted. With `tls`, each connection is a TLS
+/// handshake first; one that fails is dropped.
+pub async fn serve<H, F>(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    mut shutdown: oneshot::Receiver<()>,
+    handle: H,
+) where
     H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Result<Response<Body>, Infallible>> + Send + 'static,
 {
@@ -49,12 +80,16 @@ where
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let handle = handle.clone();
+                    let tls = tls.clone();
                     conns.spawn(async move {
-                        // A client that hangs up mid-reply ends its connection; nothing
-                        // to report.
-                        let _ = http1::Builder::new()
-                            .serve_connection(TokioIo::new(stream), service_fn(handle))
-                            .await;
+                        match tls {
+                            Some(acceptor) => {
+                                if let Ok(stream) = acceptor.accept(stream).await {
+                                    serve_connection(stream, handle).await;
+                                }
+                            }
+                            None => serve_connection(stream, handle).await,
+                        }
                     });
                 }
                 // Out of descriptors or similar: pause rather than spin.
@@ -64,4 +99,16 @@ where
         }
     }
     conns.abort_all();
+}
+
+async fn serve_connection<IO, H, F>(io: IO, handle: H)
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Result<Response<Body>, Infallible>> + Send + 'static,
+{
+    // A client that hangs up mid-reply ends its connection; nothing to report.
+    let _ = http1::Builder::new()
+        .serve_connection(TokioIo::new(io), service_fn(handle))
+        .await;
 }

@@ -1,10 +1,10 @@
 //! `StubModel`: an OpenAI-compatible model server for tests, in-process on loopback.
 //!
-//! It answers `POST …/chat/completions` and `GET …/models` (hyper 1, HTTP/1.1) from a
-//! script of replies — text with usage, slow text, HTTP errors, a hang, a non-JSON
-//! body, empty choices or content, a huge body — consumed one per chat request; when
-//! the script runs out it falls back to a default behaviour, [`StubReply::Echo`], which
-//! answers like a cooperative small model:
+//! It answers `POST …/chat/completions` and `GET …/models` (hyper 1, HTTP/1.1, plain or
+//! over TLS with [`StubModel::start_tls`]) from a script of replies — text with usage,
+//! slow text, HTTP errors, a hang, a non-JSON body, empty choices or content, a huge
+//! body — consumed one per chat request; when the script runs out it falls back to a
+//! default behaviour, [`StubReply::Echo`], which answers like a cooperative small model:
 //!
 //! - a plan request (the system message asks for a plan of numbered steps) gets six
 //!   numbered steps built from the `Goal:` line;
@@ -225,6 +225,7 @@ impl State {
 #[derive(Debug)]
 pub struct StubModel {
     addr: SocketAddr,
+    scheme: &'static str,
     state: Arc<State>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
@@ -238,6 +239,26 @@ impl StubModel {
 
     /// Starts on `addr`.
     pub async fn start_on(addr: SocketAddr, script: StubScript) -> std::io::Result<StubModel> {
+        Self::start_with(addr, None, script).await
+    }
+
+    /// Starts on `127.0.0.1:0` serving HTTPS with this certificate chain and key (PEM);
+    /// [`StubModel::base_url`] is then `https://…`.
+    pub async fn start_tls(
+        script: StubScript,
+        cert_pem: &[u8],
+        key_pem: &[u8],
+    ) -> std::io::Result<StubModel> {
+        let tls = crate::http_stub::tls_acceptor(cert_pem, key_pem)?;
+        Self::start_with(SocketAddr::from(([127, 0, 0, 1], 0)), Some(tls), script).await
+    }
+
+    async fn start_with(
+        addr: SocketAddr,
+        tls: Option<crate::http_stub::TlsAcceptor>,
+        script: StubScript,
+    ) -> std::io::Result<StubModel> {
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let state = Arc::new(State {
@@ -250,12 +271,13 @@ impl StubModel {
             model_checks: AtomicU64::new(0),
         });
         let (tx, rx) = oneshot::channel();
-        let task = tokio::spawn(crate::http_stub::serve(listener, rx, {
+        let task = tokio::spawn(crate::http_stub::serve(listener, tls, rx, {
             let state = Arc::clone(&state);
             move |req| handle(Arc::clone(&state), req)
         }));
         Ok(StubModel {
             addr,
+            scheme,
             state,
             shutdown: Some(tx),
             task: Some(task),
@@ -266,9 +288,9 @@ impl StubModel {
         self.addr
     }
 
-    /// `http://ADDR/v1`, what a client's `--model-url` takes.
+    /// `http://ADDR/v1` (`https://` when serving TLS), what a client's `--model-url` takes.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("{}://{}/v1", self.scheme, self.addr)
     }
 
     /// The JSON bodies of the chat requests received, in order.
