@@ -549,14 +549,18 @@ pub struct PermissionAnswer {
     pub moves: Vec<String>,
 }
 
-/// Words in a "yes" option that grant more than this one action.
-const BROADER_GRANTS: [&str; 6] = [
+/// Words in a "yes" option that grant more than this one action (2.1.330 also offers to
+/// switch the whole session to auto or accept-edits mode).
+const BROADER_GRANTS: [&str; 9] = [
     "don't ask",
+    "don’t ask",
     "do not ask",
     "always",
     "allow all",
     "all edits",
     "session",
+    "switch to",
+    "auto mode",
 ];
 
 /// Picks the option to answer with by its label — approve: the first option that says
@@ -764,6 +768,18 @@ mod tests {
         );
         assert_eq!(permission_answer(&m, true).unwrap().index, 0);
         assert_eq!(permission_answer(&m, false).unwrap().index, 2);
+        // Claude Code 2.1.330 in manual mode: two standing grants between Yes and No.
+        let m = menu(
+            &[
+                "Yes",
+                "Yes, and don’t ask again for: git push *",
+                "Yes, and switch to auto mode · auto mode handles these prompts for you",
+                "No",
+            ],
+            Some(3),
+        );
+        let a = permission_answer(&m, true).unwrap();
+        assert_eq!((a.index, a.moves.len()), (0, 3));
         // Edits: "allow all edits during this session" is a standing grant.
         let m = menu(
             &[

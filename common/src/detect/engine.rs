@@ -257,6 +257,12 @@ fn extract_one<'s, 'a>(
     field: ExtractField,
 ) -> Option<String> {
     for e in m.extract.iter().filter(|e| e.field == field) {
+        if let Some(marker) = &e.between {
+            if let Some(v) = extract_between(e, marker, view, shell) {
+                return Some(v);
+            }
+            continue;
+        }
         if e.block {
             if let Some(v) = extract_block(e, view, shell) {
                 return Some(v);
@@ -284,6 +290,53 @@ fn extract_one<'s, 'a>(
     None
 }
 
+/// The lines between the first two marker lines of the selection, common indentation
+/// removed, when `pattern` matches the first of them.
+fn extract_between<'s, 'a>(
+    e: &Extract,
+    marker: &regex::Regex,
+    view: &View<'s, 'a>,
+    shell: Option<&View<'s, 'a>>,
+) -> Option<String> {
+    let sel = view.select(&e.sel, shell)?;
+    let lines: Vec<&str> = sel.iter().collect();
+    let open = lines.iter().position(|l| marker.is_match(l))?;
+    let len = lines[open + 1..].iter().position(|l| marker.is_match(l))?;
+    let inner: Vec<&str> = lines[open + 1..open + 1 + len]
+        .iter()
+        .copied()
+        .filter(|l| !is_blank(l))
+        .collect();
+    let first = inner.first()?;
+    e.pattern.captures(first)?.name("value")?;
+    let depth = inner.iter().map(|l| indent(l)).min().unwrap_or(0);
+    let value = inner
+        .iter()
+        .map(|l| {
+            l.chars()
+                .skip(depth)
+                .collect::<String>()
+                .trim_end()
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    Some(bounded(value))
+}
+
+/// Leading whitespace of a line, in characters.
+fn indent(l: &str) -> usize {
+    l.chars().take_while(|c| c.is_whitespace()).count()
+}
+
+/// A block value cut to [`MAX_BLOCK_CHARS`].
+fn bounded(value: String) -> String {
+    match value.char_indices().nth(MAX_BLOCK_CHARS) {
+        Some((cut, _)) => format!("{}…", &value[..cut]),
+        None => value,
+    }
+}
+
 /// A value that starts on a matching line (among the selection's `first`/`last` non-blank
 /// lines) and runs on over the lines indented at least as deep, common indentation removed.
 fn extract_block<'s, 'a>(
@@ -292,7 +345,6 @@ fn extract_block<'s, 'a>(
     shell: Option<&View<'s, 'a>>,
 ) -> Option<String> {
     let raw = view.raw(e.sel.region, shell)?;
-    let indent = |l: &str| l.chars().take_while(|c| c.is_whitespace()).count();
     let total = raw.iter().filter(|l| !is_blank(l)).count();
     let skip = e.sel.last.map_or(0, |n| total.saturating_sub(n));
     let mut seen = 0;
@@ -330,11 +382,7 @@ fn extract_block<'s, 'a>(
         while out.last().is_some_and(|l| l.is_empty()) {
             out.pop();
         }
-        let value = out.join("\n");
-        return Some(match value.char_indices().nth(MAX_BLOCK_CHARS) {
-            Some((cut, _)) => format!("{}…", &value[..cut]),
-            None => value,
-        });
+        return Some(bounded(out.join("\n")));
     }
     None
 }

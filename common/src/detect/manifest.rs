@@ -226,6 +226,7 @@ struct RawExtract {
     from_bottom: bool,
     #[serde(default)]
     block: bool,
+    between: Option<String>,
 }
 
 /// Where an input box is and how to read it.
@@ -286,6 +287,9 @@ pub(crate) struct Extract {
     /// The value runs on over the following lines indented at least as deep (blank lines
     /// included), the way a multi-line command is shown under its title.
     pub block: bool,
+    /// The value is every line between the first two lines matching this (a command drawn
+    /// between two dashed rules); `pattern` must match its first line.
+    pub between: Option<Regex>,
 }
 
 /// A validated manifest with every regex compiled.
@@ -392,6 +396,16 @@ fn compile(raw: RawManifest) -> std::result::Result<Manifest, String> {
                 "{what}: `block` reads downwards from the first match; it cannot be `from_bottom` or `joined`"
             ));
         }
+        if e.between.is_some() && (e.block || e.from_bottom || e.joined) {
+            return Err(format!(
+                "{what}: `between` reads the lines between two markers; it cannot be `block`, `from_bottom` or `joined`"
+            ));
+        }
+        let between = e
+            .between
+            .as_deref()
+            .map(|b| compile_regex(&what, b))
+            .transpose()?;
         let pattern = compile_regex(&what, &e.pattern)?;
         if !pattern.capture_names().any(|n| n == Some("value")) {
             return Err(format!(
@@ -405,6 +419,7 @@ fn compile(raw: RawManifest) -> std::result::Result<Manifest, String> {
             pattern,
             from_bottom: e.from_bottom,
             block: e.block,
+            between,
         });
     }
 
