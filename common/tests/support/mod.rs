@@ -43,7 +43,7 @@ pub fn fixtures_dir(name: &str) -> PathBuf {
 
 /// Every labelled capture in `dir` (`NAME.json` with `NAME.txt` and maybe `NAME.ansi`).
 pub fn load(dir: &Path) -> Vec<Fixture> {
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
+    let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
