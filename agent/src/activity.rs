@@ -82,6 +82,8 @@ pub struct Watched {
     pub spec: WatchSpec,
     last_output: Option<Instant>,
     last_output_unix_ms: u64,
+    /// When KARL last finished typing into the pane.
+    last_typed: Option<Instant>,
     bytes_since_snapshot: u64,
     settled: bool,
     last_capture: Instant,
@@ -97,6 +99,11 @@ pub struct Watched {
 impl Watched {
     fn live(&self) -> bool {
         self.liveness == Liveness::Live
+    }
+
+    /// The seq of the last snapshot recorded for this pane.
+    pub fn seq(&self) -> u64 {
+        self.seq
     }
 
     /// Output bytes seen since the last snapshot went out.
@@ -173,6 +180,7 @@ impl Table {
                 session_id: session_id.to_string(),
                 spec,
                 last_output: None,
+                last_typed: None,
                 last_output_unix_ms: 0,
                 bytes_since_snapshot: 0,
                 settled: true,
@@ -334,6 +342,13 @@ impl Table {
         if reason == pb::SnapshotReason::Settled && w.last_output.is_some_and(|t| t > started) {
             return None;
         }
+        // A capture that began before KARL finished typing shows the pane from before: sent
+        // after the injection, it would read as a pane still waiting for its prompt. Only
+        // a capture someone asked for goes out regardless; the agent's reaction to what was
+        // typed brings the next settled one.
+        if reason != pb::SnapshotReason::Requested && w.last_typed.is_some_and(|t| t > started) {
+            return None;
+        }
         let hash = pane_text::stable_hash(text);
         if !forced && w.last_hash.as_deref() == Some(hash.as_str()) {
             return None;
@@ -352,6 +367,13 @@ impl Table {
     }
 
     /// A scheduled capture failed; the safety timer tries again.
+    /// KARL finished typing into `pane_id` at `at`: captures begun before then are stale.
+    pub fn note_typed(&mut self, pane_id: &str, at: Instant) {
+        if let Some(w) = self.panes.get_mut(pane_id) {
+            w.last_typed = Some(at);
+        }
+    }
+
     pub fn capture_failed(&mut self, pane_id: &str, now: Instant) {
         if let Some(w) = self.panes.get_mut(pane_id) {
             w.capturing_since = None;
@@ -466,6 +488,49 @@ mod tests {
             (s.settle, s.safety, s.ansi),
             (300 * MS, Duration::from_secs(5), true)
         );
+    }
+
+    /// Regression: a watch-start capture taken before turn 1 was typed reached the
+    /// coordinator after it, read as a pane still waiting, and turn 2 was typed into a
+    /// busy agent. A capture begun before typing finished is dropped unless asked for.
+    #[test]
+    fn a_capture_begun_before_typing_finished_is_not_sent() {
+        let t0 = Instant::now();
+        let mut t = table(t0);
+        let started = t0 + 10 * MS;
+        t.note_typed("%1", t0 + 50 * MS);
+        for reason in [
+            pb::SnapshotReason::WatchStart,
+            pb::SnapshotReason::Settled,
+            pb::SnapshotReason::Safety,
+        ] {
+            assert!(
+                t.finish_capture("%1", reason, started, t0 + 60 * MS, "❯ ", true)
+                    .is_none(),
+                "{reason:?}"
+            );
+        }
+        assert!(t
+            .finish_capture(
+                "%1",
+                pb::SnapshotReason::Requested,
+                started,
+                t0 + 60 * MS,
+                "❯ ",
+                true
+            )
+            .is_some());
+        // Begun after the typing: sent.
+        assert!(t
+            .finish_capture(
+                "%1",
+                pb::SnapshotReason::Safety,
+                t0 + 70 * MS,
+                t0 + 80 * MS,
+                "busy",
+                false
+            )
+            .is_some());
     }
 
     #[test]

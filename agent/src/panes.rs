@@ -321,12 +321,20 @@ impl PaneHost {
     pub async fn inject(&self, i: pb::Inject) -> pb::InjectResult {
         let started = Instant::now();
         let (pane_id, outcome) = self.inject_inner(&i).await;
+        let snapshot_seq = {
+            let mut table = lock(&self.inner.table);
+            if outcome.outcome != pb::InjectOutcome::Refused {
+                table.note_typed(&pane_id, Instant::now());
+            }
+            table.get(&pane_id).map_or(0, |w| w.seq())
+        };
         let result = pb::InjectResult {
             outcome: outcome.outcome as i32,
             reason: outcome.reason,
             enter_retries: outcome.enter_retries,
             pane_id,
             elapsed_ms: started.elapsed().as_millis() as u64,
+            snapshot_seq,
         };
         info!(target: "agent.inject", pane = %result.pane_id, outcome = ?outcome.outcome, retries = result.enter_retries, elapsed_ms = result.elapsed_ms, reason = %result.reason, "inject");
         result
@@ -414,7 +422,6 @@ impl PaneHost {
     }
 }
 
-/// Sends an event through the ordered outbox.
 /// Adds the pane's process names to a snapshot.
 fn with_processes(snap: &mut pb::PaneSnapshot, processes: Vec<String>) {
     if let Some(pane) = snap.pane.as_mut() {
@@ -422,6 +429,7 @@ fn with_processes(snap: &mut pb::PaneSnapshot, processes: Vec<String>) {
     }
 }
 
+/// Sends an event through the ordered outbox.
 fn emit(inner: &Inner, ev: pb::AgentEvent) {
     let _ = inner.outbox_tx.send(ev);
 }
@@ -444,6 +452,9 @@ async fn capture_and_emit(
     match res {
         Ok(raw) => {
             let cleaned = Cleaned::from_raw(raw, 0);
+            // Before the snapshot is recorded: nothing may wait between taking its sequence
+            // number and sending it, or snapshots leave out of order.
+            let processes = inner.procs.pane_processes(cleaned.meta.pid).await;
             let recorded = lock(&inner.table).finish_capture(
                 pane_id,
                 reason,
@@ -455,10 +466,7 @@ async fn capture_and_emit(
             if let Some(rec) = recorded {
                 debug!(target: "agent.watch", pane = pane_id, ?reason, seq = rec.seq, "snapshot");
                 let mut snap = cleaned.to_snapshot(Some(&rec), reason, unix_ms());
-                with_processes(
-                    &mut snap,
-                    inner.procs.pane_processes(cleaned.meta.pid).await,
-                );
+                with_processes(&mut snap, processes);
                 emit(inner, snapshot_event(snap));
             }
             Ok(())

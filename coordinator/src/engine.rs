@@ -1019,6 +1019,8 @@ impl SessionTask {
     }
 
     async fn start_watch(&self, rec: &mut SessionRecord, live: &mut Live) {
+        // A new watch numbers its snapshots from 1 again.
+        rec.typed_at_seq = 0;
         let watch = pb::agent_command::Kind::Watch(pb::Watch {
             target: rec.pane_id.clone(),
             settle_ms: self.engine.cfg.limits.settle_ms,
@@ -1228,6 +1230,12 @@ impl SessionTask {
         live: &mut Live,
         snap: Arc<pb::PaneSnapshot>,
     ) {
+        // Taken before our last typing finished, however late it came: the pane from
+        // before, which would read as still waiting for the prompt just typed.
+        if snap.seq != 0 && snap.seq <= rec.typed_at_seq {
+            tracing::debug!(target: "coord.engine", session = %rec.id, seq = snap.seq, typed_at = rec.typed_at_seq, "ignoring a snapshot from before our typing");
+            return;
+        }
         let now = unix_ms();
         let mut d = self.detect(&snap);
         let processes = snap
@@ -1406,6 +1414,9 @@ impl SessionTask {
                         .engine
                         .inject(&rec.machine, &rec.pane_id, &cmd, true)
                         .await;
+                    if let Ok(i) = &r {
+                        rec.typed_at_seq = rec.typed_at_seq.max(i.snapshot_seq);
+                    }
                     let detail = match &r {
                         Ok(i) => inject_label(i),
                         Err(e) => format!("failed: {e}"),
@@ -1582,6 +1593,9 @@ impl SessionTask {
             ),
             Err(e) => (format!("failed: {e}"), false),
         };
+        if let Ok(i) = &result {
+            rec.typed_at_seq = rec.typed_at_seq.max(i.snapshot_seq);
+        }
         turn.inject = label.clone();
         let audit = self.engine.audit(
             rec,

@@ -169,6 +169,10 @@ pub struct SessionRecord {
     pub agent_processes: Vec<String>,
     /// A turn waits for the injection rate limit until this time (0 = not throttled).
     pub throttled_until_ms: u64,
+    /// The pane's snapshot seq when our last typing finished: snapshots at or below it
+    /// show the pane from before and are not acted on. Reset when the watch restarts
+    /// (a new watch numbers its snapshots from 1).
+    pub typed_at_seq: u64,
     pub unknown_since_ms: u64,
     pub started_ms: u64,
     pub updated_ms: u64,
