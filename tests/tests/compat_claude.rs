@@ -2,20 +2,20 @@
 //! the real Claude Code CLI in a real tmux pane, the CLI talking to the scripted
 //! Anthropic stub instead of the vendor's API.
 //!
-//! The CLI is pinned to [`CLAUDE_CODE_VERSION`], the version the pane fixtures were
-//! captured from; `.ci/run` installs it with npm into
-//! `${XDG_CACHE_HOME:-~/.cache}/karl/claude-code-<version>` and exports
-//! `KARL_CLAUDE_BIN`. Without it each test says it is skipping and returns — except
-//! under `CI=true` or with a `KARL_CLAUDE_BIN` that does not run, where a missing CLI
-//! fails the test.
+//! Every scenario runs against each release in [`VERSIONS`] (one test module per release,
+//! `v2_1_197::…`, `v2_1_330::…`); `.ci/run` installs each with npm into
+//! `${XDG_CACHE_HOME:-~/.cache}/karl/claude-code-<version>`. A release that is not
+//! installed is skipped with a note — except under `CI=true`, where it fails the test.
 //!
 //! Each test gets a private HOME whose `~/.claude.json` pre-accepts (or, for the dialog
-//! tests, leaves open) onboarding, folder trust and the custom API key, and a pane
-//! environment that keeps the CLI offline: `ANTHROPIC_BASE_URL` at the stub, telemetry,
-//! non-essential traffic and the auto-updater off, and every other connection sent to
-//! a closed proxy port (so the first-run connectivity check fails the same way with or
-//! without network). The pane runs `sh -c 'claude; exec bash --norc -i'`, so a CLI that
-//! exits leaves a shell prompt, as it does for a developer.
+//! tests, leaves open) onboarding, folder trust and the custom API key, and whose
+//! `~/.claude/settings.json` picks the permission mode (`permissions.defaultMode`, read by
+//! both releases: `default` is 2.1.197's only mode and 2.1.330's manual mode; 2.1.330
+//! without it runs its default auto mode). The pane environment keeps the CLI offline:
+//! `ANTHROPIC_BASE_URL` at the stub, telemetry, non-essential traffic and the auto-updater
+//! off, and every other connection sent to a closed proxy port. The pane runs
+//! `sh -c 'claude; exec bash --norc -i'`, so a CLI that exits leaves a shell prompt, as it
+//! does for a developer.
 //!
 //! Observed with 2.1.197 against the stub: on start the CLI sends only a `HEAD /` probe;
 //! each typed prompt produces one streamed turn request (tools offered, the whole
@@ -24,6 +24,15 @@
 //! an `is_error` tool result; with the API key or folder trust not accepted the CLI
 //! shows its dialog and waits; a first run (onboarding not done) without the key
 //! approved checks connectivity to api.anthropic.com and exits.
+//!
+//! Observed with 2.1.330: it runs full-screen (alternate screen); in auto mode a tool call
+//! that needs the server-side safety check (which a custom `ANTHROPIC_BASE_URL` cannot
+//! pass) first opens a modal ("Auto mode can't check actions in this session" · Enter to
+//! stay) and then asks `Do you want to proceed?` with `❯ No` / `Yes`, unnumbered, where
+//! Enter on the default denies and digit keys do nothing; commands inside the project
+//! (`touch`, `rm -rf build`) run without asking. A first start with `defaultMode` in the
+//! user's settings asks once whether to make auto mode the default
+//! (`hasSeenAutoDefaultNudge` in `~/.claude.json` skips it).
 
 #![allow(clippy::unwrap_used)]
 
@@ -35,14 +44,19 @@ use std::time::Duration;
 use karl_tests::anthropic_stub::{AnthropicStub, Reply, Script};
 use karl_tests::harness::{shell_quote, tail, wait_for, Fleet, Scratch};
 
-/// The Claude Code release the tier runs against (keep in step with `.ci/run`).
-const CLAUDE_CODE_VERSION: &str = "2.1.197";
+/// The Claude Code releases the tier runs against (keep in step with `.ci/run`).
+const VERSIONS: [&str; 2] = ["2.1.197", "2.1.330"];
 
 /// A fake key in the API's format; the CLI approves keys by their last 20 characters.
 const API_KEY: &str = "sk-ant-api03-karl-compat-test-0123456789abcdefghij";
 
-/// Where `.ci/run` installs the pinned CLI.
-fn cached_cli() -> Option<PathBuf> {
+/// One pinned release, installed.
+struct Cli {
+    bin: PathBuf,
+}
+
+/// Where `.ci/run` installs a pinned release.
+fn cached_cli(version: &str) -> Option<PathBuf> {
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -50,49 +64,50 @@ fn cached_cli() -> Option<PathBuf> {
     Some(
         cache
             .join("karl")
-            .join(format!("claude-code-{CLAUDE_CODE_VERSION}"))
+            .join(format!("claude-code-{version}"))
             .join("node_modules/.bin/claude"),
     )
 }
 
-/// `claude --version` starts with the pinned version.
-fn runs_pinned(bin: &Path) -> bool {
+/// `claude --version` starts with `version`.
+fn runs(bin: &Path, version: &str) -> bool {
     Command::new(bin)
         .arg("--version")
         .env("DISABLE_AUTOUPDATER", "1")
         .output()
         .map(|o| {
             o.status.success()
-                && String::from_utf8_lossy(&o.stdout)
-                    .starts_with(&format!("{CLAUDE_CODE_VERSION} "))
+                && String::from_utf8_lossy(&o.stdout).starts_with(&format!("{version} "))
         })
         .unwrap_or(false)
 }
 
-/// The CLI to test, or `None` (after saying so) when the tier must skip.
-fn claude_cli(test: &str) -> Option<PathBuf> {
-    if let Some(explicit) = std::env::var_os("KARL_CLAUDE_BIN").filter(|v| !v.is_empty()) {
-        let bin = PathBuf::from(explicit);
-        assert!(
-            runs_pinned(&bin),
-            "KARL_CLAUDE_BIN={} does not run Claude Code {CLAUDE_CODE_VERSION}",
-            bin.display()
-        );
-        return Some(bin);
-    }
-    if let Some(bin) = cached_cli().filter(|b| runs_pinned(b)) {
-        return Some(bin);
+/// The CLI of `version` to test, or `None` (after saying so) when the tier must skip.
+fn claude_cli(version: &'static str, test: &str) -> Option<Cli> {
+    assert!(VERSIONS.contains(&version), "{version} is not pinned");
+    if let Some(bin) = cached_cli(version).filter(|b| runs(b, version)) {
+        return Some(Cli { bin });
     }
     let how = format!(
-        "run .ci/run, or: npm install --prefix ~/.cache/karl/claude-code-{CLAUDE_CODE_VERSION} \
-         @anthropic-ai/claude-code@{CLAUDE_CODE_VERSION} (or set KARL_CLAUDE_BIN)"
+        "run .ci/run, or: npm install --prefix ~/.cache/karl/claude-code-{version} \
+         @anthropic-ai/claude-code@{version}"
     );
     assert!(
         std::env::var("CI").map(|v| v != "true").unwrap_or(true),
-        "{test}: Claude Code CLI not installed under CI ({how})"
+        "{test}: Claude Code {version} not installed under CI ({how})"
     );
-    eprintln!("{test}: skipping: Claude Code CLI not installed ({how})");
+    eprintln!("{test}: skipping: Claude Code {version} not installed ({how})");
     None
+}
+
+/// The permission mode the test HOME's settings pick.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `permissions.defaultMode = "default"`: every tool call that needs approval asks
+    /// with the numbered menu (2.1.197's only mode, 2.1.330's manual mode).
+    Manual,
+    /// No setting: each release's own default (2.1.330: auto mode).
+    Default,
 }
 
 /// What the CLI's `~/.claude.json` already accepts.
@@ -116,8 +131,16 @@ struct Claude {
     project: PathBuf,
 }
 
+/// The input box is empty and the CLI waits: its idle footer shows (2.1.197 and 2.1.330's
+/// manual mode: `? for shortcuts`; 2.1.330's auto mode: `⏵⏵ auto mode on`).
+fn idle_screen(s: &str) -> bool {
+    has_line(s, "❯")
+        && (s.contains("? for shortcuts") || s.contains("auto mode on"))
+        && !s.contains("esc to interrupt")
+}
+
 impl Claude {
-    fn start(cli: &Path, script: Script, accepted: Accepted) -> Claude {
+    fn start(cli: &Cli, script: Script, accepted: Accepted, mode: Mode) -> Claude {
         let stub = AnthropicStub::start(script).unwrap();
         let scratch = Scratch::new();
         let home = scratch.path("home");
@@ -140,7 +163,18 @@ impl Claude {
                 "approved": [&API_KEY[API_KEY.len() - 20..]], "rejected": []
             });
         }
+        // 2.1.330 asks once whether auto mode should become the default when the user's
+        // settings pick a mode; a developer has answered that long ago.
+        config["hasSeenAutoDefaultNudge"] = true.into();
         std::fs::write(home.join(".claude.json"), config.to_string()).unwrap();
+        if mode == Mode::Manual {
+            std::fs::create_dir_all(home.join(".claude")).unwrap();
+            std::fs::write(
+                home.join(".claude/settings.json"),
+                r#"{"permissions": {"defaultMode": "default"}}"#,
+            )
+            .unwrap();
+        }
 
         let path = std::env::var("PATH").unwrap_or_default();
         let env: Vec<(&str, String)> = vec![
@@ -160,7 +194,7 @@ impl Claude {
         ];
         let inner = format!(
             "{}; exec bash --norc -i",
-            shell_quote(&cli.display().to_string())
+            shell_quote(&cli.bin.display().to_string())
         );
         let mut cmdline = format!(
             "cd {} && exec env -i TERM=\"$TERM\"",
@@ -178,12 +212,15 @@ impl Claude {
         }
     }
 
-    /// Starts with everything accepted and waits for the empty input box.
-    fn ready(cli: &Path, script: Script) -> Claude {
-        let c = Claude::start(cli, script, ALL);
-        c.wait_screen(Duration::from_secs(30), "the empty input box", |s| {
-            s.contains("? for shortcuts") && has_line(s, "❯")
-        });
+    /// Starts with everything accepted, in manual permission mode, and waits for the
+    /// empty input box.
+    fn ready(cli: &Cli, script: Script) -> Claude {
+        Claude::ready_in(cli, script, Mode::Manual)
+    }
+
+    fn ready_in(cli: &Cli, script: Script, mode: Mode) -> Claude {
+        let c = Claude::start(cli, script, ALL, mode);
+        c.wait_screen(Duration::from_secs(30), "the empty input box", idle_screen);
         c
     }
 
@@ -288,9 +325,8 @@ fn prompts(show: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn ten_turn_session_every_prompt_arrives_exactly_once() {
-    let Some(cli) = claude_cli("ten_turn_session") else {
+fn ten_turn_session_every_prompt_arrives_exactly_once(version: &'static str) {
+    let Some(cli) = claude_cli(version, "ten_turn_session") else {
         return;
     };
     let steps: Vec<String> = [
@@ -359,7 +395,7 @@ const RUN_CHECK: &str = "Run the marker check with a shell command.";
 const SUMMARIZE: &str = "Summarize the changes in one short paragraph.";
 
 /// A fleet whose first plan step makes the CLI ask to run `command` with Bash.
-fn permission_case(cli: &Path, command: &str, policy: &str) -> (Claude, String) {
+fn permission_case(cli: &Cli, command: &str, policy: &str) -> (Claude, String) {
     let c = Claude::ready(cli, Script::new().on("marker check", Reply::bash(command)));
     // Something for a delete to destroy.
     std::fs::create_dir_all(c.project.join("src")).unwrap();
@@ -375,9 +411,8 @@ fn permission_case(cli: &Path, command: &str, policy: &str) -> (Claude, String) 
     (c, id)
 }
 
-#[test]
-fn bash_permission_under_escalate_waits_for_the_operator() {
-    let Some(cli) = claude_cli("bash_permission_under_escalate") else {
+fn bash_permission_under_escalate_waits_for_the_operator(version: &'static str) {
+    let Some(cli) = claude_cli(version, "bash_permission_under_escalate") else {
         return;
     };
     let (c, id) = permission_case(&cli, "touch karl-marker.txt", "escalate");
@@ -402,9 +437,8 @@ fn bash_permission_under_escalate_waits_for_the_operator() {
     assert_eq!(c.stub.conversation(), prompts(&show));
 }
 
-#[test]
-fn bash_permission_under_approve_safe_runs_a_safe_command() {
-    let Some(cli) = claude_cli("bash_permission_under_approve_safe") else {
+fn bash_permission_under_approve_safe_runs_a_safe_command(version: &'static str) {
+    let Some(cli) = claude_cli(version, "bash_permission_under_approve_safe") else {
         return;
     };
     let (c, id) = permission_case(&cli, "touch karl-marker.txt", "approve-safe");
@@ -417,9 +451,8 @@ fn bash_permission_under_approve_safe_runs_a_safe_command() {
     assert_eq!(c.stub.conversation(), prompts(&show));
 }
 
-#[test]
-fn bash_permission_under_approve_safe_escalates_a_destructive_command() {
-    let Some(cli) = claude_cli("bash_permission_destructive") else {
+fn bash_permission_under_approve_safe_escalates_a_destructive_command(version: &'static str) {
+    let Some(cli) = claude_cli(version, "bash_permission_destructive") else {
         return;
     };
     let (c, id) = permission_case(&cli, "rm -rf ./src ./target", "approve-safe");
@@ -430,9 +463,8 @@ fn bash_permission_under_approve_safe_escalates_a_destructive_command() {
     assert!(c.stub.tool_results().is_empty());
 }
 
-#[test]
-fn bash_permission_under_deny_is_refused_and_the_session_goes_on() {
-    let Some(cli) = claude_cli("bash_permission_under_deny") else {
+fn bash_permission_under_deny_is_refused_and_the_session_goes_on(version: &'static str) {
+    let Some(cli) = claude_cli(version, "bash_permission_under_deny") else {
         return;
     };
     let (c, id) = permission_case(&cli, "touch karl-marker.txt", "deny");
@@ -450,11 +482,11 @@ fn bash_permission_under_deny_is_refused_and_the_session_goes_on() {
 }
 
 /// A dialog on screen at start: the session escalates it and nothing is typed.
-fn dialog_case(test: &str, accepted: Accepted, marker: &str) {
-    let Some(cli) = claude_cli(test) else {
+fn dialog_case(version: &'static str, test: &str, accepted: Accepted, marker: &str) {
+    let Some(cli) = claude_cli(version, test) else {
         return;
     };
-    let c = Claude::start(&cli, Script::new(), accepted);
+    let c = Claude::start(&cli, Script::new(), accepted, Mode::Manual);
     c.wait_screen(Duration::from_secs(30), marker, |s| s.contains(marker));
     let before = c.screen();
     let plan = c.plan(&["Create the lexer module with a Token enum."]);
@@ -472,9 +504,9 @@ fn dialog_case(test: &str, accepted: Accepted, marker: &str) {
     assert_eq!(c.screen(), before, "something was typed into the dialog");
 }
 
-#[test]
-fn folder_trust_dialog_is_escalated_and_never_typed_into() {
+fn folder_trust_dialog_is_escalated_and_never_typed_into(version: &'static str) {
     dialog_case(
+        version,
         "folder_trust_dialog",
         Accepted {
             trust: false,
@@ -484,9 +516,9 @@ fn folder_trust_dialog_is_escalated_and_never_typed_into() {
     );
 }
 
-#[test]
-fn api_key_dialog_is_escalated_and_never_typed_into() {
+fn api_key_dialog_is_escalated_and_never_typed_into(version: &'static str) {
     dialog_case(
+        version,
         "api_key_dialog",
         Accepted {
             api_key: false,
@@ -496,9 +528,9 @@ fn api_key_dialog_is_escalated_and_never_typed_into() {
     );
 }
 
-#[test]
-fn first_run_theme_picker_is_escalated_and_never_typed_into() {
+fn first_run_theme_picker_is_escalated_and_never_typed_into(version: &'static str) {
     dialog_case(
+        version,
         "first_run_theme_picker",
         Accepted {
             onboarding: false,
@@ -512,9 +544,8 @@ fn first_run_theme_picker_is_escalated_and_never_typed_into() {
 /// checks connectivity to api.anthropic.com, prints "Unable to connect to Anthropic
 /// services" and exits to the shell. KARL must see an exited agent, not an idle shell
 /// to type into.
-#[test]
-fn first_run_that_cannot_connect_exits_and_is_escalated() {
-    let Some(cli) = claude_cli("first_run_cannot_connect") else {
+fn first_run_that_cannot_connect_exits_and_is_escalated(version: &'static str) {
+    let Some(cli) = claude_cli(version, "first_run_cannot_connect") else {
         return;
     };
     let c = Claude::start(
@@ -525,6 +556,7 @@ fn first_run_that_cannot_connect_exits_and_is_escalated() {
             trust: false,
             api_key: false,
         },
+        Mode::Manual,
     );
     c.wait_screen(Duration::from_secs(30), "the CLI's exit", |s| {
         s.contains("Unable to connect to Anthropic services") && s.contains("bash-")
@@ -544,9 +576,8 @@ fn first_run_that_cannot_connect_exits_and_is_escalated() {
     c.expect_status(&show, "escalated", "exited");
 }
 
-#[test]
-fn api_errors_end_their_turns_and_the_session_continues() {
-    let Some(cli) = claude_cli("api_errors") else {
+fn api_errors_end_their_turns_and_the_session_continues(version: &'static str) {
+    let Some(cli) = claude_cli(version, "api_errors") else {
         return;
     };
     let steps = [
@@ -588,9 +619,8 @@ fn api_errors_end_their_turns_and_the_session_continues() {
     assert_eq!(conv.last().map(String::as_str), Some(steps[2]));
 }
 
-#[test]
-fn the_cli_exiting_mid_session_is_escalated() {
-    let Some(cli) = claude_cli("cli_exit") else {
+fn the_cli_exiting_mid_session_is_escalated(version: &'static str) {
+    let Some(cli) = claude_cli(version, "cli_exit") else {
         return;
     };
     // The first answer streams for about 3 s: the session is paused while it does, so
@@ -617,9 +647,7 @@ fn the_cli_exiting_mid_session_is_escalated() {
     c.ctl_ok(&["pause", &id]);
     c.wait_status(&id, Duration::from_secs(10), &["paused"]);
     // Whatever was in flight finishes; then the developer leaves the CLI.
-    c.wait_screen(Duration::from_secs(20), "an idle CLI", |s| {
-        s.contains("? for shortcuts") && !s.contains("esc to interrupt")
-    });
+    c.wait_screen(Duration::from_secs(20), "an idle CLI", idle_screen);
     let typed_before = c.stub.conversation();
     c.ctl_ok(&["send", "mac2", &c.fleet.pane, "/exit", "--force"]);
     c.wait_screen(Duration::from_secs(20), "the shell after /exit", |s| {
@@ -640,9 +668,8 @@ fn the_cli_exiting_mid_session_is_escalated() {
     assert_eq!(c.stub.conversation(), typed_before);
 }
 
-#[test]
-fn a_human_draft_in_the_box_is_never_typed_over() {
-    let Some(cli) = claude_cli("human_draft") else {
+fn a_human_draft_in_the_box_is_never_typed_over(version: &'static str) {
+    let Some(cli) = claude_cli(version, "human_draft") else {
         return;
     };
     let c = Claude::ready(&cli, Script::new());
@@ -679,4 +706,199 @@ fn a_human_draft_in_the_box_is_never_typed_over() {
     let show = c.wait_status(&id, Duration::from_secs(40), &["done"]);
     assert_eq!(c.stub.conversation(), prompts(&show));
     assert_eq!(prompts(&show), steps);
+}
+
+/// Pid of the CLI process in the pane: the child of the pane's `sh -c` wrapper.
+fn cli_pid(c: &Claude) -> u32 {
+    let pane_pid: u32 = c
+        .fleet
+        .tmux
+        .run(&["display-message", "-p", "-t", &c.fleet.pane, "#{pane_pid}"])
+        .trim()
+        .parse()
+        .unwrap();
+    let ps = Command::new("ps")
+        .args(["-A", "-o", "pid=", "-o", "ppid="])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&ps.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            Some((
+                it.next()?.parse::<u32>().ok()?,
+                it.next()?.parse::<u32>().ok()?,
+            ))
+        })
+        .find(|&(_, ppid)| ppid == pane_pid)
+        .map(|(pid, _)| pid)
+        .unwrap_or_else(|| panic!("no CLI process under pane pid {pane_pid}"))
+}
+
+/// Regression: a CLI killed mid-answer leaves its last frame — spinner, `esc to
+/// interrupt` — on screen, with the shell's prompt drawn into it; KARL kept reading
+/// "working" and the session stayed running although the pane's process was a shell. The
+/// pane's processes say the agent is gone: the session escalates it as exited within
+/// seconds, and nothing reaches the shell.
+fn a_killed_cli_is_exited_and_nothing_reaches_the_shell(version: &'static str) {
+    let Some(cli) = claude_cli(version, "killed_cli") else {
+        return;
+    };
+    let slow = "Working through it now: reading the module, changing the code, running the \
+                checks, and writing down what changed for the next step, one word at a time.";
+    let c = Claude::ready(
+        &cli,
+        Script::new().on("lexer module", Reply::slow(slow, 400)),
+    );
+    let steps = [
+        "Create the lexer module with a Token enum.",
+        "Write a recursive descent parser for sums.",
+    ];
+    let plan = c.plan(&steps);
+    let id = c
+        .fleet
+        .drive(&["--goal", "Write the parser", "--plan", &plan]);
+    c.wait_screen(Duration::from_secs(30), "the answer streaming", |s| {
+        s.contains("esc to interrupt") && s.contains("Working through")
+    });
+    let pid = cli_pid(&c);
+    let killed = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let show = c.wait_status(&id, Duration::from_secs(20), &["escalated", "done"]);
+    c.expect_status(&show, "escalated", "exited");
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(c.stub.conversation(), [steps[0]], "{}", c.diag());
+    let screen = c.screen();
+    assert!(
+        !screen.contains(steps[1]),
+        "the next step was typed into the shell:\n{screen}"
+    );
+    assert_eq!(prompts(&c.fleet.show(&id)), [steps[0]]);
+}
+
+/// 2.1.330's auto mode, where a custom API endpoint cannot pass the server-side check:
+/// the first checked action opens a modal (a dialog: escalated, never typed into); once
+/// the developer stays in auto mode, the action asks `Do you want to proceed?` with `❯ No`
+/// / `Yes`. Returns the fleet and the session, with that prompt on screen.
+fn auto_mode_prompt(cli: &Cli, policy: &str) -> (Claude, String) {
+    let outside = std::env::temp_dir().join(format!("karl-compat-{}", std::process::id()));
+    let command = format!("rm -rf {} && echo removed", outside.display());
+    let c = Claude::ready_in(
+        cli,
+        Script::new().on("marker check", Reply::bash(&command)),
+        Mode::Default,
+    );
+    let plan = c.plan(&[RUN_CHECK, SUMMARIZE]);
+    let id = c.fleet.drive(&[
+        "--goal",
+        "Check the project",
+        "--plan",
+        &plan,
+        "--permissions",
+        policy,
+    ]);
+    c.wait_screen(Duration::from_secs(40), "the auto-mode modal", |s| {
+        s.contains("Enter to stay in auto mode")
+    });
+    let show = c.wait_status(&id, Duration::from_secs(20), &["escalated"]);
+    c.expect_status(&show, "escalated", "dialog");
+    assert!(c.stub.tool_results().is_empty());
+    // The developer stays in auto mode (the modal ignores an Enter in its first second).
+    std::thread::sleep(Duration::from_millis(1500));
+    c.fleet
+        .tmux
+        .run(&["send-keys", "-t", &c.fleet.pane, "Enter"]);
+    c.wait_screen(Duration::from_secs(20), "the No/Yes prompt", |s| {
+        s.contains("Do you want to proceed?") && has_line(s, " ❯ No")
+    });
+    (c, id)
+}
+
+/// Approved by label: `Yes` is the second option and the selection starts on `No`, so
+/// KARL moves down, sees the selection on `Yes`, and only then presses Enter.
+fn auto_mode_prompt_approved_by_label(version: &'static str) {
+    let Some(cli) = claude_cli(version, "auto_mode_approved") else {
+        return;
+    };
+    let (c, id) = auto_mode_prompt(&cli, "escalate");
+    // Still escalated, now for the permission rather than the modal.
+    wait_for(Duration::from_secs(20), || {
+        let show = c.fleet.show(&id);
+        show["session"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("permission asked"))
+            .then_some(())
+    })
+    .unwrap_or_else(|| panic!("the prompt was not escalated:\n{}", c.diag()));
+    c.ctl_ok(&["approve", &id]);
+    let show = c.wait_status(&id, Duration::from_secs(60), &["done", "escalated"]);
+    c.expect_status(&show, "done", "");
+    let results = c.stub.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(!results[0].is_error, "approved, not run: {results:?}");
+    let audit = c.fleet.ctl(&["audit", "--session", &id, "--json"]);
+    assert!(
+        audit.stdout.contains(r#"chose \"Yes\" after 1×Down"#),
+        "{audit:?}"
+    );
+}
+
+/// Denied by label under `--permissions deny`: `No` is already selected; KARL checks that
+/// and confirms it. The refusal reaches the API and the session goes on.
+fn auto_mode_prompt_denied_by_label(version: &'static str) {
+    let Some(cli) = claude_cli(version, "auto_mode_denied") else {
+        return;
+    };
+    let (c, id) = auto_mode_prompt(&cli, "deny");
+    let show = c.wait_status(&id, Duration::from_secs(60), &["done"]);
+    c.expect_status(&show, "done", "");
+    let results = c.stub.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].is_error, "denied, yet it ran: {results:?}");
+    assert_eq!(c.stub.conversation(), prompts(&show));
+}
+
+/// One test module per pinned release: every scenario, plus those only a release has.
+macro_rules! for_each_version {
+    (every: [$($scenario:ident),* $(,)?], only_2_1_330: [$($only:ident),* $(,)?] $(,)?) => {
+        mod v2_1_197 {
+            $( #[test] fn $scenario() { super::$scenario("2.1.197") } )*
+        }
+        mod v2_1_330 {
+            $( #[test] fn $scenario() { super::$scenario("2.1.330") } )*
+            $( #[test] fn $only() { super::$only("2.1.330") } )*
+        }
+    };
+}
+
+for_each_version!(
+    every: [
+        ten_turn_session_every_prompt_arrives_exactly_once,
+        bash_permission_under_escalate_waits_for_the_operator,
+        bash_permission_under_approve_safe_runs_a_safe_command,
+        bash_permission_under_approve_safe_escalates_a_destructive_command,
+        bash_permission_under_deny_is_refused_and_the_session_goes_on,
+        folder_trust_dialog_is_escalated_and_never_typed_into,
+        api_key_dialog_is_escalated_and_never_typed_into,
+        first_run_theme_picker_is_escalated_and_never_typed_into,
+        first_run_that_cannot_connect_exits_and_is_escalated,
+        api_errors_end_their_turns_and_the_session_continues,
+        the_cli_exiting_mid_session_is_escalated,
+        a_human_draft_in_the_box_is_never_typed_over,
+        a_killed_cli_is_exited_and_nothing_reaches_the_shell,
+    ],
+    // Auto mode is the default from 2.1.330 on; 2.1.197 has no such mode.
+    only_2_1_330: [auto_mode_prompt_approved_by_label, auto_mode_prompt_denied_by_label],
+);
+
+#[test]
+fn every_pinned_release_has_its_module() {
+    assert_eq!(
+        VERSIONS,
+        ["2.1.197", "2.1.330"],
+        "add a module to for_each_version!"
+    );
 }
