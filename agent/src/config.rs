@@ -91,15 +91,8 @@ mod tests {
         let f: AgentFile = toml::from_str(example).unwrap();
         assert_eq!(f.machine.as_deref(), Some("mac2"));
         assert!(f.tls.is_none());
-        // The commented-out [tls] keys are real ones.
-        let tls_block = example.split_once("# [tls]").unwrap().1;
-        let on: String = tls_block
-            .lines()
-            .filter_map(|l| l.strip_prefix("# "))
-            .filter(|l| l.contains(" = "))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        let f: AgentFile = toml::from_str(&format!("[tls]\n{on}")).unwrap();
+        // Every commented-out key is a real one.
+        let f: AgentFile = toml::from_str(&karl_common::uncomment_example(example)).unwrap();
         let tls = f.tls.unwrap();
         assert!(tls.ca.is_some() && tls.cert.is_some() && tls.key.is_some());
         assert_eq!(tls.domain.as_deref(), Some("mac5.local"));

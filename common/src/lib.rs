@@ -66,6 +66,27 @@ pub fn init_logging(default_filter: &str) {
         .try_init();
 }
 
+/// An example config (`deploy/*.toml`) with its commented-out `[table]` and `key = value`
+/// lines switched on. Each program's tests parse the result, so every key the examples
+/// document is one the program reads.
+pub fn uncomment_example(example: &str) -> String {
+    example
+        .lines()
+        .map(|l| match l.strip_prefix("# ") {
+            Some(rest)
+                if rest.starts_with('[')
+                    || rest.split_once(" = ").is_some_and(|(k, _)| {
+                        k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                    }) =>
+            {
+                rest
+            }
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// `~/.config/karl/NAME`: where each program looks for its config file when none is
 /// given (the same place on macOS and Linux, as CLI users expect).
 pub fn default_config_path(name: &str) -> Option<std::path::PathBuf> {

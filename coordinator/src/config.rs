@@ -269,25 +269,6 @@ mod tests {
         ));
     }
 
-    /// An example config with its commented-out `key = value` lines switched on.
-    fn uncommented(example: &str) -> String {
-        example
-            .lines()
-            .map(|l| match l.strip_prefix("# ") {
-                Some(rest)
-                    if rest.starts_with('[')
-                        || rest.split_once(" = ").is_some_and(|(k, _)| {
-                            k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
-                        }) =>
-                {
-                    rest
-                }
-                _ => l,
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
     #[test]
     fn deploy_example_parses() {
         let example = include_str!("../../deploy/karl-coord.toml");
@@ -297,7 +278,7 @@ mod tests {
         assert_eq!(f.engine.unwrap().max_turns, Some(30));
         assert!(f.tls.is_none());
         // Every commented-out key is a real one.
-        let f: CoordFile = toml::from_str(&uncommented(example)).unwrap();
+        let f: CoordFile = toml::from_str(&karl_common::uncomment_example(example)).unwrap();
         let tls = f.tls.unwrap();
         assert!(tls.cert.is_some() && tls.key.is_some() && tls.client_ca.is_some());
         assert!(f.model.unwrap().ca.is_some());

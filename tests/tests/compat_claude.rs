@@ -619,27 +619,34 @@ fn api_errors_end_their_turns_and_the_session_continues(version: &'static str) {
     assert_eq!(conv.last().map(String::as_str), Some(steps[2]));
 }
 
+/// A ready CLI driven through `steps` (the first names the lexer module), whose answer to
+/// the first streams word by word, `word_ms` apart (about 20 words).
+fn slow_first_answer(cli: &Cli, word_ms: u64, steps: &[&str]) -> (Claude, String) {
+    let slow = "Working through it now: reading the module, changing the code, running the \
+                checks, and writing down what changed for the next step, one word at a time.";
+    let c = Claude::ready(
+        cli,
+        Script::new().on("lexer module", Reply::slow(slow, word_ms)),
+    );
+    let plan = c.plan(steps);
+    let id = c
+        .fleet
+        .drive(&["--goal", "Write the parser", "--plan", &plan]);
+    (c, id)
+}
+
 fn the_cli_exiting_mid_session_is_escalated(version: &'static str) {
     let Some(cli) = claude_cli(version, "cli_exit") else {
         return;
     };
     // The first answer streams for about 3 s: the session is paused while it does, so
     // the remaining steps are still to come when the CLI exits.
-    let slow = "Working through it now: reading the module, changing the code, \
-                running the checks, and writing down what changed for the next step.";
-    let c = Claude::ready(
-        &cli,
-        Script::new().on("lexer module", Reply::slow(slow, 150)),
-    );
     let steps = [
         "Create the lexer module with a Token enum.",
         "Write a recursive descent parser for sums.",
         "Document the public parser API in lib.rs.",
     ];
-    let plan = c.plan(&steps);
-    let id = c
-        .fleet
-        .drive(&["--goal", "Write the parser", "--plan", &plan]);
+    let (c, id) = slow_first_answer(&cli, 150, &steps);
     wait_for(Duration::from_secs(30), || {
         (!c.stub.conversation().is_empty()).then_some(())
     })
@@ -744,20 +751,11 @@ fn a_killed_cli_is_exited_and_nothing_reaches_the_shell(version: &'static str) {
     let Some(cli) = claude_cli(version, "killed_cli") else {
         return;
     };
-    let slow = "Working through it now: reading the module, changing the code, running the \
-                checks, and writing down what changed for the next step, one word at a time.";
-    let c = Claude::ready(
-        &cli,
-        Script::new().on("lexer module", Reply::slow(slow, 400)),
-    );
     let steps = [
         "Create the lexer module with a Token enum.",
         "Write a recursive descent parser for sums.",
     ];
-    let plan = c.plan(&steps);
-    let id = c
-        .fleet
-        .drive(&["--goal", "Write the parser", "--plan", &plan]);
+    let (c, id) = slow_first_answer(&cli, 400, &steps);
     c.wait_screen(Duration::from_secs(30), "the answer streaming", |s| {
         s.contains("esc to interrupt") && s.contains("Working through")
     });

@@ -647,15 +647,8 @@ mod tests {
         let example = include_str!("../../../deploy/karl-ctl.toml");
         let f: CtlFile = toml::from_str(example).unwrap();
         assert!(f.coord.is_some() && f.tls.is_none());
-        // The commented-out [tls] keys are real ones.
-        let tls_block = example.split_once("# [tls]").unwrap().1;
-        let on: String = tls_block
-            .lines()
-            .filter_map(|l| l.strip_prefix("# "))
-            .filter(|l| l.contains(" = "))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        let f: CtlFile = toml::from_str(&format!("[tls]\n{on}")).unwrap();
+        // Every commented-out key is a real one.
+        let f: CtlFile = toml::from_str(&karl_common::uncomment_example(example)).unwrap();
         let tls = f.tls.unwrap();
         assert!(tls.ca.is_some() && tls.cert.is_some() && tls.key.is_some());
         assert!(toml::from_str::<CtlFile>("[tls]\nclient_ca = \"x\"").is_err());
