@@ -410,7 +410,31 @@ impl Fleet {
         coord_args: &[&str],
         shell_after: bool,
     ) -> Fleet {
+        Self::start_in(
+            Scratch::new(),
+            script,
+            standin_args,
+            coord_args,
+            shell_after,
+        )
+    }
+
+    /// Like [`Fleet::start_with`], with `config` as the coordinator's `karl-coord.toml`
+    /// instead of [`TEST_COORD_CONFIG`].
+    pub fn start_with_config(script: Option<&str>, config: &str) -> Fleet {
         let scratch = Scratch::new();
+        std::fs::write(scratch.path("karl-coord.toml"), config)
+            .unwrap_or_else(|e| panic!("write config: {e}"));
+        Self::start_in(scratch, script, &[], &[], false)
+    }
+
+    fn start_in(
+        scratch: Scratch,
+        script: Option<&str>,
+        standin_args: &[&str],
+        coord_args: &[&str],
+        shell_after: bool,
+    ) -> Fleet {
         let tmux = TmuxServer::new();
         let standin_log = scratch.path("standin.log");
         let mut cmd = vec![
@@ -495,6 +519,42 @@ impl Fleet {
             standin_log,
             config,
         }
+    }
+
+    /// The coordinator's port.
+    pub fn coord_port(&self) -> u16 {
+        self.coord
+            .addr
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {}", self.coord.addr))
+    }
+
+    /// Starts karl-coord again on the same address, data and config (no model), once the
+    /// test has stopped or killed the running one; waits until it listens.
+    pub fn restart_coord(&mut self) {
+        let config = self.config.display().to_string();
+        let data_dir = self.coord.data_dir.clone();
+        self.coord = Coord::start_at(
+            &self.scratch,
+            self.coord_port(),
+            &data_dir,
+            None,
+            &["--config", &config, "--model-url", "http://127.0.0.1:9/v1"],
+        );
+    }
+
+    /// Starts a new agent for `mac2` on the fleet's tmux server (the test has killed or
+    /// stopped the old one).
+    pub fn restart_agent(&mut self) {
+        self.agent = start_agent(
+            &self.scratch,
+            &self.coord.url(),
+            "mac2",
+            None,
+            &self.tmux.socket,
+        );
     }
 
     /// Runs karl-ctl against this fleet's coordinator.

@@ -396,7 +396,17 @@ const SUMMARIZE: &str = "Summarize the changes in one short paragraph.";
 
 /// A fleet whose first plan step makes the CLI ask to run `command` with Bash.
 fn permission_case(cli: &Cli, command: &str, policy: &str) -> (Claude, String) {
-    let c = Claude::ready(cli, Script::new().on("marker check", Reply::bash(command)));
+    bash_check(cli, command, policy, Mode::Manual)
+}
+
+/// A fleet in `mode` whose first plan step makes the CLI ask to run `command` with Bash,
+/// driven under `policy`.
+fn bash_check(cli: &Cli, command: &str, policy: &str, mode: Mode) -> (Claude, String) {
+    let c = Claude::ready_in(
+        cli,
+        Script::new().on("marker check", Reply::bash(command)),
+        mode,
+    );
     // Something for a delete to destroy.
     std::fs::create_dir_all(c.project.join("src")).unwrap();
     let plan = c.plan(&[RUN_CHECK, SUMMARIZE]);
@@ -784,20 +794,7 @@ fn a_killed_cli_is_exited_and_nothing_reaches_the_shell(version: &'static str) {
 fn auto_mode_prompt(cli: &Cli, policy: &str) -> (Claude, String) {
     let outside = std::env::temp_dir().join(format!("karl-compat-{}", std::process::id()));
     let command = format!("rm -rf {} && echo removed", outside.display());
-    let c = Claude::ready_in(
-        cli,
-        Script::new().on("marker check", Reply::bash(&command)),
-        Mode::Default,
-    );
-    let plan = c.plan(&[RUN_CHECK, SUMMARIZE]);
-    let id = c.fleet.drive(&[
-        "--goal",
-        "Check the project",
-        "--plan",
-        &plan,
-        "--permissions",
-        policy,
-    ]);
+    let (c, id) = bash_check(cli, &command, policy, Mode::Default);
     c.wait_screen(Duration::from_secs(40), "the auto-mode modal", |s| {
         s.contains("Enter to stay in auto mode")
     });

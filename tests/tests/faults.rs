@@ -115,10 +115,6 @@ fn submitted(turn: &serde_json::Value) -> bool {
     str_of(turn, "inject").starts_with("submitted")
 }
 
-fn port_of(coord: &Coord) -> u16 {
-    coord.addr.rsplit(':').next().unwrap().parse().unwrap()
-}
-
 /// `show` against whatever coordinator currently serves the fleet's address, or None
 /// while it is down.
 fn try_show(fleet: &Fleet, id: &str) -> Option<serde_json::Value> {
@@ -325,9 +321,6 @@ fn sigkill_session(seeds: std::ops::RangeInclusive<u64>) {
         "--turns",
         "50",
     ]);
-    let port = port_of(&fleet.coord);
-    let data_dir = fleet.coord.data_dir.clone();
-    let config = fleet.config.display().to_string();
     let mut at = 0usize;
     for seed in seeds {
         let mut rng = Rng(seed);
@@ -346,13 +339,7 @@ fn sigkill_session(seeds: std::ops::RangeInclusive<u64>) {
         let before = try_show(&fleet, &id).map(|s| turns(&s)).unwrap_or_default();
         fleet.coord.proc.kill();
         std::thread::sleep(Duration::from_millis(rng.below(300)));
-        fleet.coord = Coord::start_at(
-            &fleet.scratch,
-            port,
-            &data_dir,
-            None,
-            &["--config", &config, "--model-url", NO_MODEL],
-        );
+        fleet.restart_coord();
         let after = wait_for(Duration::from_secs(20), || try_show(&fleet, &id))
             .map(|s| turns(&s))
             .expect("session readable after restart");
@@ -423,13 +410,7 @@ fn agent_sigkilled_at_random_points_and_restarted_never_double_types() {
         std::thread::sleep(Duration::from_millis(rng.below(700)));
         fleet.agent.kill();
         std::thread::sleep(Duration::from_millis(200 + rng.below(800)));
-        fleet.agent = start_agent(
-            &fleet.scratch,
-            &fleet.coord.url(),
-            "mac2",
-            None,
-            &fleet.tmux.socket,
-        );
+        fleet.restart_agent();
     }
     // The session either finishes, or stops on the one injection the kill cut off and
     // says so; either way nothing is typed twice and the record is whole.
@@ -783,14 +764,7 @@ fn disk_fails_mid_session(mount: &Mount, fault: impl FnOnce(), repair: impl FnOn
         "session record and turns disagree"
     );
     // And karl-coord starts on the repaired database and serves the session.
-    let config = fleet.config.display().to_string();
-    fleet.coord = Coord::start_at(
-        &fleet.scratch,
-        port_of(&fleet.coord),
-        &data_dir,
-        None,
-        &["--config", &config, "--model-url", NO_MODEL],
-    );
+    fleet.restart_coord();
     let again = fleet.show(&id);
     assert!(turns(&again).len() >= t.len());
 }
@@ -885,14 +859,7 @@ fn coordinator_killed_between_recording_and_typing_moves_on() {
         store.commit_turn(&id, &rec, n, &turn, &[]).unwrap();
         prompt
     };
-    let config = fleet.config.display().to_string();
-    fleet.coord = Coord::start_at(
-        &fleet.scratch,
-        port_of(&fleet.coord),
-        &data_dir,
-        None,
-        &["--config", &config, "--model-url", NO_MODEL],
-    );
+    fleet.restart_coord();
     let show = fleet.wait_status(&id, Duration::from_secs(60), |s| {
         s != "running" && s != "waiting"
     });

@@ -165,13 +165,7 @@ fn agent_killed_and_restarted_session_continues() {
     .expect("two prompts");
     fleet.agent.kill();
     fleet.wait_status(&id, Duration::from_secs(20), |s| s == "waiting");
-    fleet.agent = karl_tests::harness::start_agent(
-        &fleet.scratch,
-        &fleet.coord.url(),
-        "mac2",
-        None,
-        &fleet.tmux.socket,
-    );
+    fleet.restart_agent();
     let show = fleet.wait_status(&id, Duration::from_secs(120), |s| s == "done");
     assert_eq!(turns(&show).len(), 6);
     let received = fleet.received();

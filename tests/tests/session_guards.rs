@@ -5,10 +5,7 @@
 
 use std::time::Duration;
 
-use karl_tests::harness::{
-    bin, shell_quote, standin_events, start_agent, tail, wait_for, Coord, Fleet, Scratch,
-    TEST_COORD_CONFIG,
-};
+use karl_tests::harness::{standin_events, tail, wait_for, Fleet, FAST_STANDIN, TEST_COORD_CONFIG};
 
 /// The stand-in's pid, from its `started` log event.
 fn standin_pid(log: &std::path::Path) -> u32 {
@@ -133,34 +130,13 @@ fn pause_holds_through_a_permission_an_agent_restart_and_a_coordinator_restart()
     std::thread::sleep(Duration::from_millis(500));
     let show = fleet.show(&id);
     assert_eq!(show["session"]["status"], "paused", "agent gone: {show:#}");
-    fleet.agent = start_agent(
-        &fleet.scratch,
-        &fleet.coord.url(),
-        "mac2",
-        None,
-        &fleet.tmux.socket,
-    );
+    fleet.restart_agent();
     held(&fleet, "agent back");
 
     // The coordinator stops and starts again.
     let status = fleet.coord.proc.terminate(Duration::from_secs(10));
     assert!(status.is_some_and(|s| s.success()), "{status:?}");
-    let config = fleet.config.display().to_string();
-    let port: u16 = fleet
-        .coord
-        .addr
-        .rsplit(':')
-        .next()
-        .unwrap_or("")
-        .parse()
-        .unwrap_or(0);
-    fleet.coord = Coord::start_at(
-        &fleet.scratch,
-        port,
-        &fleet.coord.data_dir.clone(),
-        None,
-        &["--config", &config, "--model-url", "http://127.0.0.1:9/v1"],
-    );
+    fleet.restart_coord();
     held(&fleet, "coordinator restarted");
 
     // Resume: the pending permission is answered by policy and the plan goes on.
@@ -185,32 +161,14 @@ fn pause_holds_through_a_permission_an_agent_restart_and_a_coordinator_restart()
 /// running.
 #[test]
 fn a_quick_agent_is_throttled_not_escalated() {
-    let scratch = Scratch::new();
-    std::fs::write(
-        scratch.path("karl-coord.toml"),
-        TEST_COORD_CONFIG.replace(
-            "max_injections_per_minute = 600",
-            "max_injections_per_minute = 3",
-        ),
-    )
-    .unwrap_or_else(|e| panic!("write config: {e}"));
-    let log = scratch.path("standin.log");
-    let fast = scratch.path("fast.json");
-    std::fs::write(&fast, karl_tests::harness::FAST_STANDIN).unwrap_or_else(|e| panic!("{e}"));
-    let cmdline = format!(
-        "{} --log {} --script {}",
-        shell_quote(&bin("karl-standin").display().to_string()),
-        shell_quote(&log.display().to_string()),
-        shell_quote(&fast.display().to_string())
+    let config = TEST_COORD_CONFIG.replace(
+        "max_injections_per_minute = 600",
+        "max_injections_per_minute = 3",
     );
-    let fleet = Fleet::start_command(scratch, &cmdline, 120, 40, &[]);
-    wait_for(Duration::from_secs(10), || {
-        fleet.tmux.capture(&fleet.pane).contains('❯').then_some(())
-    })
-    .expect("the stand-in drew its box");
+    let fleet = Fleet::start_with_config(Some(FAST_STANDIN), &config);
     let plan = fleet.plan_file(8);
     let id = fleet.drive(&["--goal", "Write the parser", "--plan", &plan]);
-    let received = || standin_events(&log, "prompt").len();
+    let received = || fleet.received().len();
     wait_for(Duration::from_secs(30), || (received() == 3).then_some(()))
         .expect("three quick turns");
     let show = wait_for(Duration::from_secs(15), || {

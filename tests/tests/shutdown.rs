@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use karl_tests::harness::{karl_command, wait_for, Coord, Fleet, Proc, FAST_STANDIN};
+use karl_tests::harness::{karl_command, wait_for, Fleet, Proc, FAST_STANDIN};
 
 /// What launchd and systemd wait before they SIGKILL is longer; KARL promises this.
 const STOP_WITHIN: Duration = Duration::from_secs(5);
@@ -40,21 +40,12 @@ fn stop(proc: &mut Proc, sig: &str) -> (Duration, std::process::ExitStatus) {
     (took, status)
 }
 
-fn turns_of(fleet: &Fleet, coord: &Coord, id: &str) -> u64 {
-    let out = karl_tests::harness::ctl(
-        &fleet.scratch,
-        Some(&coord.addr),
-        None,
-        &["show", id, "--json"],
-    );
+fn turns_of(fleet: &Fleet, id: &str) -> u64 {
+    let out = fleet.ctl(&["show", id, "--json"]);
     if out.code != 0 {
         return 0;
     }
     out.json()["session"]["turns"].as_u64().unwrap_or(0)
-}
-
-fn port_of(coord: &Coord) -> u16 {
-    coord.addr.rsplit(':').next().unwrap().parse().unwrap()
 }
 
 /// A `karl-ctl logs -f` child following session `id`.
@@ -101,16 +92,8 @@ fn stops_cleanly(sig: &str) {
     let typed_before = fleet.received().len();
 
     // Next start, same data: the session resumes where it was and keeps going.
-    let config = fleet.config.display().to_string();
-    let data_dir = fleet.coord.data_dir.clone();
-    let restarted = Coord::start_at(
-        &fleet.scratch,
-        port_of(&fleet.coord),
-        &data_dir,
-        None,
-        &["--config", &config, "--model-url", "http://127.0.0.1:9/v1"],
-    );
-    let before = turns_of(&fleet, &restarted, &id);
+    fleet.restart_coord();
+    let before = turns_of(&fleet, &id);
     assert!(before >= 2, "turns lost across the stop: {before}");
     // Resumed means new prompts reach the pane, once the agent has reconnected.
     wait_for(Duration::from_secs(60), || {
@@ -119,10 +102,10 @@ fn stops_cleanly(sig: &str) {
     .unwrap_or_else(|| {
         panic!(
             "session did not resume after a clean stop; log:\n{}",
-            restarted.proc.log_text()
+            fleet.coord.proc.log_text()
         )
     });
-    assert!(turns_of(&fleet, &restarted, &id) > before);
+    assert!(turns_of(&fleet, &id) > before);
 
     // The agent stops as promptly, with its stream and control clients live.
     let (took, status) = stop(&mut fleet.agent, sig);
