@@ -7,6 +7,7 @@
 //! - [`pane_text`]: capture preprocessing — escape stripping, normalization, stable hash, diff, novelty.
 //! - [`detect`]: the pane-state classifier and its TOML rule manifests.
 //! - [`gate`]: the validation gate every candidate prompt passes before it is typed.
+//! - [`context`]: the context stack — the bounded briefing the twin model reads each turn.
 //! - [`auth`]: the shared-token check used on both gRPC services.
 //! - [`tls`]: PEM files, the clients' `[tls]` settings and coordinator address, and
 //!   TLS failures named in words that say what to fix.
@@ -17,6 +18,7 @@
 //! crates.
 
 pub mod auth;
+pub mod context;
 pub mod detect;
 pub mod error;
 pub mod gate;
@@ -33,6 +35,16 @@ mod generated {
 /// The wire types of `proto/karl.proto`.
 pub mod pb {
     pub use crate::generated::*;
+
+    /// An enum value's name as operators read it: `SESSION_STATUS_RUNNING` with prefix
+    /// `SESSION_STATUS_` → `running`, `INJECT_STATUS_DRY_RUN` → `dry-run`.
+    pub fn label(proto_name: &str, prefix: &str) -> String {
+        proto_name
+            .strip_prefix(prefix)
+            .unwrap_or(proto_name)
+            .to_ascii_lowercase()
+            .replace('_', "-")
+    }
 }
 
 pub use error::{Error, Result};

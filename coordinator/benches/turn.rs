@@ -1,7 +1,7 @@
 //! Coordinator overhead per turn, excluding the model call and the agent's typing: what
 //! the engine does between a settled snapshot arriving and the inject command leaving,
-//! and after the agent's answer — classify the screen, judge the previous turn (read the
-//! session's turns, commit the outcome), build the context stack, gate the candidate,
+//! and after the agent's answer — classify the screen, judge the previous turn (kept in
+//! memory; commit the outcome), build the context stack, gate the candidate,
 //! commit the turn as `pending`, commit the agent's result, save the session record.
 //! Every sled commit is flushed, as in the engine. Runs over every pane fixture in turn.
 //!
@@ -22,11 +22,12 @@ use karl_coord::context::{
     ContextConfig, Digest, Outcome, PaneSignal, TaskGraph, TokenEstimator, TurnNote,
 };
 use karl_coord::engine::session_context;
-use karl_coord::session::{SessionRecord, Status, TurnRecord};
-use karl_coord::store::{AuditEntry, Store};
+use karl_coord::records::{
+    AuditEntry, AuditKind, InjectStatus, SessionRecord, Status, TurnOutcome, TurnRecord, TurnSource,
+};
+use karl_coord::store::Store;
 
-/// Turns per session before a fresh session starts (real sessions are 30–100 turns;
-/// judging a turn scans the session's turns, so this bounds that scan realistically).
+/// Turns per session before a fresh session starts (real sessions are 30–100 turns).
 const TURNS_PER_SESSION: u32 = 50;
 
 struct Capture {
@@ -120,10 +121,12 @@ fn main() {
     let mut rec = session(0);
     let mut sessions = 0u32;
     let mut sink = 0usize;
+    let mut last_turn: Option<TurnRecord> = None;
     for i in 0..turns {
         if rec.turns >= TURNS_PER_SESSION {
             sessions += 1;
             rec = session(sessions);
+            last_turn = None;
         }
         let c = &captures[i % captures.len()];
         let n = rec.turns + 1;
@@ -137,16 +140,13 @@ fn main() {
         let classify = t.elapsed();
         sink += d.evidence.len();
 
-        // Judge the previous turn: the engine reads the session's turns and commits the
-        // outcome on the last one.
+        // Judge the previous turn: the engine keeps its last turns in memory and commits
+        // the outcome on the last one.
         let t = Instant::now();
         let mut store_time = Duration::ZERO;
-        if let Ok(mut prev) = store.turns::<TurnRecord>(&rec.id) {
-            if let Some(last) = prev.last_mut() {
-                last.outcome = "progress".into();
-                let last = last.clone();
-                record(&store, &rec, last.n, &last, &[]);
-            }
+        if let Some(last) = last_turn.as_mut() {
+            last.outcome = TurnOutcome::Progress;
+            record(&store, &rec, last.n, last, &[]);
         }
         store_time += t.elapsed();
 
@@ -181,29 +181,42 @@ fn main() {
         let mut turn = TurnRecord {
             n,
             prompt: candidate.clone(),
-            source: "model".into(),
+            source: TurnSource::Model,
             gate: vec!["pass (attempt 1)".into()],
             model_latency_ms: 420,
             prompt_tokens: ctx.estimated_tokens,
             pane_hash: format!("{:032x}", i),
-            outcome: "pending".into(),
-            inject: "pending".into(),
+            outcome: TurnOutcome::Pending,
+            inject: InjectStatus::Pending,
             unix_ms: 1_700_000_000_000 + i as u64,
-            state: d.state.as_str().to_string(),
+            state: d.state,
             reason: String::new(),
         };
         let t = Instant::now();
-        commit(&store, &rec, n, &turn, &[audit(&rec, "intent", &candidate)]);
+        commit(
+            &store,
+            &rec,
+            n,
+            &turn,
+            &[audit(&rec, AuditKind::Intent, &candidate)],
+        );
         let one_commit = t.elapsed();
         // …and again with the agent's result, then the record is saved.
         let t = Instant::now();
-        turn.inject = "submitted".into();
-        commit(&store, &rec, n, &turn, &[audit(&rec, "inject", &candidate)]);
+        turn.inject = InjectStatus::Submitted;
+        commit(
+            &store,
+            &rec,
+            n,
+            &turn,
+            &[audit(&rec, AuditKind::Inject, &candidate)],
+        );
         if let Err(e) = store.update_session(&rec.id, &rec) {
             eprintln!("sled: {e}");
             std::process::exit(1);
         }
         store_time += one_commit + t.elapsed();
+        last_turn = Some(turn);
 
         let pure = classify + context + gate_time;
         st.classify.push(classify);
@@ -275,7 +288,10 @@ fn main() {
 }
 
 fn commit(store: &Store, rec: &SessionRecord, n: u32, turn: &TurnRecord, audit: &[AuditEntry]) {
-    if let Err(e) = store.commit_turn(&rec.id, rec, n, turn, audit) {
+    let done = store
+        .record_turn(&rec.id, rec, n, turn, audit)
+        .and_then(|()| store.flush_blocking());
+    if let Err(e) = done {
         eprintln!("sled: {e}");
         std::process::exit(1);
     }
@@ -289,13 +305,13 @@ fn record(store: &Store, rec: &SessionRecord, n: u32, turn: &TurnRecord, audit: 
     }
 }
 
-fn audit(rec: &SessionRecord, kind: &str, text: &str) -> AuditEntry {
+fn audit(rec: &SessionRecord, kind: AuditKind, text: &str) -> AuditEntry {
     AuditEntry {
         unix_ms: 1_700_000_000_000,
         session: rec.id.clone(),
         machine: rec.machine.clone(),
         pane: rec.pane_id.clone(),
-        kind: kind.into(),
+        kind,
         text: text.into(),
         detail: format!("turn {}", rec.turns),
     }

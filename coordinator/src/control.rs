@@ -2,7 +2,9 @@
 //! [`Registry`] (agents, panes, captures, manual sends) and the session [`Engine`]
 //! (drive, sessions, follow, pause/resume/stop, approve/deny, context).
 //!
-//! Every error leaves through `From<CoordError> for Status` in [`crate::error`].
+//! Requests become domain values through [`crate::wire`] (`TryFrom`), replies leave through
+//! it too, and every error leaves through `From<CoordError> for Status` in
+//! [`crate::error`].
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -13,9 +15,10 @@ use karl_common::target::PaneTarget;
 use tokio::sync::broadcast::error::RecvError;
 use tonic::{Request, Response, Status};
 
-use crate::engine::Engine;
+use crate::engine::{Command, Drive, Engine};
 use crate::registry::{AgentReport, Registry, AGENT_CALL_TIMEOUT};
 use crate::server::Closing;
+use crate::wire;
 
 pub struct ControlService {
     registry: Arc<Registry>,
@@ -169,20 +172,24 @@ impl pb::control_server::Control for ControlService {
     ) -> Result<Response<pb::SendTextReply>, Status> {
         let req = req.into_inner();
         let target = parse_target(&req.target)?;
-        let reply = self
+        let (result, gate_reasons) = self
             .engine
             .manual_send(&req.machine, &target, &req.text, req.force)
             .await?;
-        Ok(Response::new(reply))
+        Ok(Response::new(pb::SendTextReply {
+            result: Some(result),
+            gate_reasons,
+        }))
     }
 
     async fn drive(
         &self,
         req: Request<pb::DriveRequest>,
     ) -> Result<Response<pb::DriveReply>, Status> {
-        let session = self.engine.drive(req.into_inner()).await?;
+        let drive = Drive::try_from(req.into_inner())?;
+        let session = self.engine.drive(drive).await?;
         Ok(Response::new(pb::DriveReply {
-            session: Some(session),
+            session: Some(wire::summary(&session)),
         }))
     }
 
@@ -191,14 +198,17 @@ impl pb::control_server::Control for ControlService {
         req: Request<pb::ListSessionsRequest>,
     ) -> Result<Response<pb::ListSessionsReply>, Status> {
         let sessions = self.engine.list(req.into_inner().all)?;
-        Ok(Response::new(pb::ListSessionsReply { sessions }))
+        Ok(Response::new(pb::ListSessionsReply {
+            sessions: sessions.iter().map(wire::summary).collect(),
+        }))
     }
 
     async fn show_session(
         &self,
         req: Request<pb::SessionRef>,
     ) -> Result<Response<pb::SessionDetail>, Status> {
-        Ok(Response::new(self.engine.show(&req.into_inner().id)?))
+        let (rec, turns) = self.engine.show(&req.into_inner().id)?;
+        Ok(Response::new(wire::detail(&rec, &turns)))
     }
 
     type FollowSessionStream = Boxed<pb::SessionUpdate>;
@@ -217,9 +227,9 @@ impl pb::control_server::Control for ControlService {
         req: Request<pb::SetSessionStateRequest>,
     ) -> Result<Response<pb::SessionSummary>, Status> {
         let req = req.into_inner();
-        Ok(Response::new(
-            self.engine.set_state(&req.id, &req.action).await?,
-        ))
+        let command = wire::action(req.action)?;
+        let rec = self.engine.command(&req.id, command).await?;
+        Ok(Response::new(wire::summary(&rec)))
     }
 
     async fn decide(
@@ -227,9 +237,11 @@ impl pb::control_server::Control for ControlService {
         req: Request<pb::DecideRequest>,
     ) -> Result<Response<pb::SessionSummary>, Status> {
         let req = req.into_inner();
-        Ok(Response::new(
-            self.engine.decide(&req.id, req.approve).await?,
-        ))
+        let rec = self
+            .engine
+            .command(&req.id, Command::Decide(req.approve))
+            .await?;
+        Ok(Response::new(wire::summary(&rec)))
     }
 
     async fn audit(
@@ -238,13 +250,16 @@ impl pb::control_server::Control for ControlService {
     ) -> Result<Response<pb::AuditReply>, Status> {
         let req = req.into_inner();
         let entries = self.engine.audit_log(&req.session, req.limit)?;
-        Ok(Response::new(pb::AuditReply { entries }))
+        Ok(Response::new(pb::AuditReply {
+            entries: entries.into_iter().map(wire::audit).collect(),
+        }))
     }
 
     async fn session_context(
         &self,
         req: Request<pb::SessionRef>,
     ) -> Result<Response<pb::ContextReply>, Status> {
-        Ok(Response::new(self.engine.context(&req.into_inner().id)?))
+        let ctx = self.engine.context(&req.into_inner().id)?;
+        Ok(Response::new(wire::context_reply(&ctx)))
     }
 }

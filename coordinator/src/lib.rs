@@ -9,23 +9,27 @@
 //! - [`link`]: the `AgentLink` gRPC service (thin adapter over the registry).
 //! - [`control`]: the `Control` gRPC service karl-ctl calls (thin adapter).
 //! - [`server`]: serving both services with auth, timeouts and keepalive as tower layers.
-//! - [`session`]: session and turn records and the per-snapshot decision (pure).
-//! - [`store`]: durable state in sled — sessions, turns, audit log, pane locks.
-//! - [`engine`]: driven sessions (one task each) and manual sends.
-//! - [`context`]: the context stack — the bounded briefing the twin model gets each turn (pure).
+//! - [`records`]: session, turn and audit records, every state an enum (plain data).
+//! - [`wire`]: records ↔ proto, the one border between the two.
+//! - [`store`]: durable state in sled — sessions, turns, audit log, pane locks, migrations.
+//! - [`engine`]: driven sessions — a sans-IO machine per session, the task that runs
+//!   it, and the operator facade.
+//! - [`context`]: the context stack (pure; lives in `karl_common::context`, shared with karl-ctl's
+//!   offline `context` command).
 //! - [`model`]: the OpenAI-compatible model client with retries and fallback endpoints.
 //! - [`ctl`]: karl-ctl's commands, client and output formatting.
 
 pub mod app;
 pub mod config;
-pub mod context;
+pub use karl_common::context;
 pub mod control;
 pub mod ctl;
 pub mod engine;
 pub mod error;
 pub mod link;
 pub mod model;
+pub mod records;
 pub mod registry;
 pub mod server;
-pub mod session;
 pub mod store;
+pub mod wire;

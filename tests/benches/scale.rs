@@ -454,7 +454,9 @@ async fn run(screen: Arc<Screen>, params: Params) {
         .await
     {
         for s in r.into_inner().sessions {
-            *statuses.entry(s.status).or_default() += 1;
+            *statuses
+                .entry(pb::label(s.status().as_str_name(), "SESSION_STATUS_"))
+                .or_default() += 1;
         }
     }
     // Where one session's prompts came from (model, regenerated, plan, escape).
@@ -462,7 +464,9 @@ async fn run(screen: Arc<Screen>, params: Params) {
     if let Some(id) = ids.first() {
         if let Ok(d) = client.show_session(pb::SessionRef { id: id.clone() }).await {
             for t in d.into_inner().turns {
-                *sources.entry(t.source).or_default() += 1;
+                *sources
+                    .entry(pb::label(t.source().as_str_name(), "TURN_SOURCE_"))
+                    .or_default() += 1;
             }
         }
     }

@@ -25,7 +25,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use karl_coord::session::{SessionRecord, TurnRecord};
+use karl_coord::records::{
+    InjectStatus, SessionRecord, Status, TurnOutcome, TurnRecord, TurnSource,
+};
 use karl_coord::store::Store;
 use karl_tests::harness::{
     bin, free_port, karl_command, shell_quote, start_agent, tail, turns, wait_agent, wait_for,
@@ -632,7 +634,7 @@ fn db_view(data: &[(SessionRecord, Vec<TurnRecord>)]) -> DbView {
                 s.id.clone(),
                 s.status.as_str().to_string(),
                 t.iter()
-                    .map(|x| (x.n, x.prompt.clone(), x.inject.clone()))
+                    .map(|x| (x.n, x.prompt.clone(), x.inject_label()))
                     .collect(),
             )
         })
@@ -839,15 +841,15 @@ fn coordinator_killed_between_recording_and_typing_moves_on() {
         let turn = TurnRecord {
             n,
             prompt: prompt.clone(),
-            source: "plan".into(),
+            source: TurnSource::Plan,
             pane_hash: rec.last_hash.clone(),
-            outcome: "pending".into(),
-            inject: "pending".into(),
+            outcome: TurnOutcome::Pending,
+            inject: InjectStatus::Pending,
             unix_ms: karl_common::unix_ms(),
-            state: "idle".into(),
+            state: karl_common::detect::PaneState::Idle,
             ..Default::default()
         };
-        rec.status = karl_coord::session::Status::Running;
+        rec.status = Status::Running;
         rec.turns = n;
         rec.remember_prompt(&prompt);
         rec.inject_hash = rec.last_hash.clone();
@@ -856,7 +858,8 @@ fn coordinator_killed_between_recording_and_typing_moves_on() {
         rec.awaiting_busy = true;
         rec.tasks.note_turn(n);
         rec.tasks.advance(n);
-        store.commit_turn(&id, &rec, n, &turn, &[]).unwrap();
+        store.record_turn(&id, &rec, n, &turn, &[]).unwrap();
+        store.flush_blocking().unwrap();
         prompt
     };
     fleet.restart_coord();

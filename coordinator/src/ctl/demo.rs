@@ -221,11 +221,12 @@ async fn drive(addr: &str, turns: u32, json: bool) -> anyhow::Result<ExitCode> {
         .into_inner();
     let summary = d.summary.unwrap_or_default();
     let rec: serde_json::Value = serde_json::from_str(&d.json).unwrap_or_default();
+    let status = super::output::status(&summary);
     eprintln!(
         "karl demo: {}",
-        rec["summary_line"].as_str().unwrap_or(&summary.status)
+        rec["summary_line"].as_str().unwrap_or(&status)
     );
-    Ok(if summary.status == "done" {
+    Ok(if summary.status() == pb::SessionStatus::Done {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

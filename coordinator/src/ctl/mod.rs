@@ -452,9 +452,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 output::turn(t, json);
             }
         }
-        Command::Pause { id } => set_state(&mut c, id, "pause", json).await?,
-        Command::Resume { id } => set_state(&mut c, id, "resume", json).await?,
-        Command::Stop { id } => set_state(&mut c, id, "stop", json).await?,
+        Command::Pause { id } => set_state(&mut c, id, pb::SessionAction::Pause, json).await?,
+        Command::Resume { id } => set_state(&mut c, id, pb::SessionAction::Resume, json).await?,
+        Command::Stop { id } => set_state(&mut c, id, pb::SessionAction::Stop, json).await?,
         Command::Approve { id } => decide(&mut c, id, true, json).await?,
         Command::Deny { id } => decide(&mut c, id, false, json).await?,
         Command::Audit { session, limit } => {
@@ -488,13 +488,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 async fn set_state(
     c: &mut client::Client,
     id: String,
-    action: &str,
+    action: pb::SessionAction,
     json: bool,
 ) -> anyhow::Result<()> {
     let s = c
         .set_session_state(pb::SetSessionStateRequest {
             id,
-            action: action.to_string(),
+            action: action as i32,
         })
         .await
         .map_err(explain)?
@@ -545,7 +545,7 @@ async fn follow_session(
         }
     }
     Ok(match last {
-        Some(s) if s.status == "done" => ExitCode::SUCCESS,
+        Some(s) if s.status() == pb::SessionStatus::Done => ExitCode::SUCCESS,
         _ => ExitCode::FAILURE,
     })
 }

@@ -9,8 +9,9 @@ use anyhow::Context as _;
 use karl_common::detect::{classify_capture, CaptureMeta, DetectionInput, Detector};
 
 use crate::context::{ContextConfig, PaneSignal, TaskGraph, TokenEstimator};
-use crate::engine::{context_reply, session_context};
-use crate::session::SessionRecord;
+use crate::engine::session_context;
+use crate::records::SessionRecord;
+use crate::wire::context_reply;
 
 fn read(path: &Path, what: &str) -> anyhow::Result<String> {
     let bytes =

@@ -158,22 +158,57 @@ pub fn verdict(v: &Verdict, json: bool) {
     }
 }
 
+/// A session's status as operators read it (`running`, `escalated`, …).
+pub fn status(s: &pb::SessionSummary) -> String {
+    pb::label(s.status().as_str_name(), "SESSION_STATUS_")
+}
+
+fn pane_state(p: pb::PaneState) -> String {
+    pb::label(p.as_str_name(), "PANE_STATE_")
+}
+
+fn source(t: &pb::TurnRecord) -> String {
+    pb::label(t.source().as_str_name(), "TURN_SOURCE_")
+}
+
+fn outcome(t: &pb::TurnRecord) -> String {
+    pb::label(t.outcome().as_str_name(), "TURN_OUTCOME_")
+}
+
+fn inject_status(t: &pb::TurnRecord) -> String {
+    pb::label(t.inject().as_str_name(), "INJECT_STATUS_")
+}
+
+/// `submitted`, `refused: the pane is busy`, …
+fn inject(t: &pb::TurnRecord) -> String {
+    let status = inject_status(t);
+    if t.inject_reason.is_empty() {
+        status
+    } else {
+        format!("{status}: {}", t.inject_reason)
+    }
+}
+
+fn audit_kind(a: &pb::AuditRecord) -> String {
+    pb::label(a.kind().as_str_name(), "AUDIT_KIND_")
+}
+
 fn summary_json(s: &pb::SessionSummary) -> serde_json::Value {
     json!({
         "id": s.id, "machine": s.machine, "target": s.target, "pane_id": s.pane_id,
-        "project": s.project, "goal": s.goal, "status": s.status, "turns": s.turns,
+        "project": s.project, "goal": s.goal, "status": status(s), "turns": s.turns,
         "max_turns": s.max_turns, "dry_run": s.dry_run, "plan_only": s.plan_only,
-        "last_state": s.last_state, "reason": s.reason,
+        "last_state": pane_state(s.last_state()), "reason": s.reason,
         "started_unix_ms": s.started_unix_ms, "updated_unix_ms": s.updated_unix_ms,
     })
 }
 
 fn turn_json(t: &pb::TurnRecord) -> serde_json::Value {
     json!({
-        "n": t.n, "prompt": t.prompt, "source": t.source, "gate": t.gate,
+        "n": t.n, "prompt": t.prompt, "source": source(t), "gate": t.gate,
         "model_latency_ms": t.model_latency_ms, "prompt_tokens": t.prompt_tokens,
-        "pane_hash": t.pane_hash, "outcome": t.outcome, "inject": t.inject,
-        "unix_ms": t.unix_ms, "state": t.state,
+        "pane_hash": t.pane_hash, "outcome": outcome(t), "inject": inject_status(t), "inject_reason": t.inject_reason,
+        "unix_ms": t.unix_ms, "state": pane_state(t.state()),
     })
 }
 
@@ -208,7 +243,7 @@ pub fn session_line(s: &pb::SessionSummary, json: bool) {
             serde_json::to_string(&summary_json(s)).unwrap_or_default()
         );
     }
-    println!("{} {} — {}", s.id, s.status, s.reason);
+    println!("{} {} — {}", s.id, status(s), s.reason);
 }
 
 pub fn sessions(list: &[pb::SessionSummary], json: bool) {
@@ -228,9 +263,9 @@ pub fn sessions(list: &[pb::SessionSummary], json: bool) {
         println!(
             "{:<30} {:<10} {:>7} {:<10} {:<16} {}",
             s.id,
-            s.status,
+            status(s),
             format!("{}/{}", s.turns, s.max_turns),
-            s.last_state,
+            pane_state(s.last_state()),
             s.project,
             s.reason
         );
@@ -247,10 +282,10 @@ pub fn turn(t: &pb::TurnRecord, json: bool) {
     println!(
         "turn {:>3} [{}] {} → {} ({}; {} ms model)\n  {}",
         t.n,
-        t.state,
-        t.source,
-        t.inject,
-        t.outcome,
+        pane_state(t.state()),
+        source(t),
+        inject(t),
+        outcome(t),
         t.model_latency_ms,
         t.prompt.replace('\n', "\n  ")
     );
@@ -269,7 +304,12 @@ pub fn update(u: &pb::SessionUpdate, json: bool) {
         return println!("{}", serde_json::to_string(&v).unwrap_or_default());
     }
     match &u.turn {
-        Some(t) if t.outcome == "pending" || t.inject == "dry-run" => turn(t, false),
+        Some(t)
+            if t.outcome() == pb::TurnOutcome::Pending
+                || t.inject() == pb::InjectStatus::DryRun =>
+        {
+            turn(t, false)
+        }
         _ if u.ended => println!("session ended — {}", u.event),
         _ => println!("  · {}", u.event),
     }
@@ -290,7 +330,7 @@ pub fn show(d: &pb::SessionDetail, json: bool) {
     println!("pane     {} {} ({})", s.machine, s.target, s.pane_id);
     println!("project  {}", s.project);
     println!("goal     {}", s.goal);
-    println!("status   {} — {}", s.status, s.reason);
+    println!("status   {} — {}", status(&s), s.reason);
     println!(
         "turns    {}/{}{}{}",
         s.turns,
@@ -341,7 +381,7 @@ pub fn audit(entries: &[pb::AuditRecord], json: bool) {
             .map(|a| {
                 json!({
                     "unix_ms": a.unix_ms, "session": a.session, "machine": a.machine,
-                    "pane": a.pane, "kind": a.kind, "text": a.text, "detail": a.detail,
+                    "pane": a.pane, "kind": audit_kind(a), "text": a.text, "detail": a.detail,
                 })
             })
             .collect();
@@ -351,7 +391,7 @@ pub fn audit(entries: &[pb::AuditRecord], json: bool) {
         println!(
             "{:<12} {:<10} {}/{} {} {:?} {}",
             ago(a.unix_ms),
-            a.kind,
+            audit_kind(a),
             a.machine,
             a.pane,
             if a.session.is_empty() {

@@ -22,6 +22,7 @@
 //!
 //! Not here: reading the pane, calling the model, judging the reply (the gate).
 
+mod chat;
 mod digest;
 mod phase;
 mod prompts;
@@ -32,9 +33,9 @@ mod tokens;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::ChatMessage;
 use tokens::{char_quarters, quarters, MESSAGE_OVERHEAD_Q, REPLY_PRIMING_Q};
 
+pub use chat::{ChatMessage, Role};
 pub use digest::{
     compress, gist, Digest, DigestEntry, Milestone, Outcome, OutcomeCounts, TurnNote,
 };

@@ -1,9 +1,10 @@
-//! Session records and the per-snapshot decision, all plain data and pure functions.
+//! The per-snapshot decision, DESIGN.md's state table as pure functions.
 //!
-//! [`SessionRecord`] is what sled stores for a session; [`TurnRecord`] one turn.
-//! [`decide`] is DESIGN.md's state table: given the session and the classifier's verdict
-//! on a settled snapshot, what the engine does next. The async task in
-//! [`crate::engine`] only carries decisions out.
+//! [`decide`]: given the session and the classifier's verdict on a settled snapshot, what
+//! happens next. [`overrule`] and [`note_driven_agent`]: what the session knows about its
+//! agent that the screen does not. [`permission_answer`]: which option of a permission
+//! menu means yes-once or no, and the keys that reach it. The machine in
+//! [`super::machine`] calls these; nothing here does IO.
 //!
 //! The prototype's session phases map onto pane states and session signals like this:
 //! STARTING → the first snapshot before turn 1 (any state; the engine waits for idle);
@@ -13,72 +14,10 @@
 //! DONE → every task done or the turn budget spent (status `done`); STUCK → a task on
 //! too many turns, or a pane unchanged past its limit (status `escalated`).
 
-use std::collections::BTreeMap;
-
 use karl_common::detect::{is_shell_command, AgentKind, Detection, Evidence, PaneState};
 use karl_common::gate::{LimitBreach, LoopLimits};
 
-use crate::context::{Digest, TaskGraph};
-use karl_common::pb;
-use serde::{Deserialize, Serialize};
-
-/// Where a session stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    #[default]
-    Running,
-    Paused,
-    /// Waiting on something that resolves by itself (agent offline, usage limit, a busy pane).
-    Waiting,
-    /// Needs a human (dialog, permission under `escalate`, stuck, exited).
-    Escalated,
-    Done,
-    Stopped,
-    Failed,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Running => "running",
-            Status::Paused => "paused",
-            Status::Waiting => "waiting",
-            Status::Escalated => "escalated",
-            Status::Done => "done",
-            Status::Stopped => "stopped",
-            Status::Failed => "failed",
-        }
-    }
-
-    /// A session that still owns its pane and may act.
-    pub fn is_live(self) -> bool {
-        matches!(
-            self,
-            Status::Running | Status::Paused | Status::Waiting | Status::Escalated
-        )
-    }
-}
-
-/// What to do when the agent asks for a tool permission.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum PermissionPolicy {
-    #[default]
-    Escalate,
-    ApproveSafe,
-    Deny,
-}
-
-impl PermissionPolicy {
-    pub fn from_pb(p: i32) -> Self {
-        match pb::PermissionPolicy::try_from(p) {
-            Ok(pb::PermissionPolicy::ApproveSafe) => PermissionPolicy::ApproveSafe,
-            Ok(pb::PermissionPolicy::Deny) => PermissionPolicy::Deny,
-            _ => PermissionPolicy::Escalate,
-        }
-    }
-}
+use crate::records::{PermissionPolicy, SessionRecord, Status};
 
 /// Tunables the engine applies to every session.
 #[derive(Debug, Clone)]
@@ -109,208 +48,6 @@ impl Default for Limits {
     }
 }
 
-/// The durable record of one session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(default)]
-pub struct SessionRecord {
-    pub id: String,
-    pub machine: String,
-    pub target: String,
-    pub pane_id: String,
-    pub project: String,
-    pub goal: String,
-    pub path: String,
-    pub tasks: TaskGraph,
-    /// Compressed older turns and milestones.
-    pub digest: Digest,
-    pub status: Status,
-    pub reason: String,
-    pub dry_run: bool,
-    pub max_turns: u32,
-    pub permissions: PermissionPolicy,
-    pub plan_only: bool,
-    pub auto_detect: bool,
-    /// Prompts typed (or, in dry run, recorded).
-    pub turns: u32,
-    /// Prompts the model offered that the gate refused.
-    pub gated: u32,
-    pub rejections: BTreeMap<String, u32>,
-    pub fallbacks: u32,
-    pub model_latencies_ms: Vec<u64>,
-    pub model_errors: u32,
-    /// The last 15 prompts, oldest first (the anti-repeat fence).
-    pub history: Vec<String>,
-    pub last_state: String,
-    pub last_error: bool,
-    /// Stable hash of the pane when we last typed; a turn fires only after it changes.
-    pub inject_hash: String,
-    pub last_hash: String,
-    pub last_change_ms: u64,
-    pub inject_times_ms: Vec<u64>,
-    /// Consecutive turns after which the pane showed no progress.
-    pub stalled: u32,
-    /// A typed prompt whose turn has not been judged yet.
-    pub awaiting_outcome: bool,
-    /// We typed and the pane has not turned busy or changed yet.
-    pub awaiting_busy: bool,
-    pub enter_resent: bool,
-    pub pending_permission: Option<karl_common::detect::PermissionRequest>,
-    /// The escalation clears by itself once the pane is idle again (dialogs,
-    /// permissions, exits a human dealt with); stuck and stalled ones need `resume`.
-    pub auto_resume: bool,
-    pub agent_kind: String,
-    /// The agent CLI this session drives, from the first snapshot that named one
-    /// (`claude`, `codex`, …, or `shell` for a plain shell pane). Unlike `agent_kind`, it
-    /// does not follow the screen: a shell prompt where Claude was means Claude exited.
-    pub driven_agent: String,
-    /// The pane's non-shell processes when the driven agent was first seen (e.g.
-    /// `["claude"]`): when none of them is left in the pane, the agent is gone whatever
-    /// its last frame on screen says.
-    pub agent_processes: Vec<String>,
-    /// A turn waits for the injection rate limit until this time (0 = not throttled).
-    pub throttled_until_ms: u64,
-    /// The pane's snapshot seq when our last typing finished: snapshots at or below it
-    /// show the pane from before and are not acted on. Reset when the watch restarts
-    /// (a new watch numbers its snapshots from 1).
-    pub typed_at_seq: u64,
-    pub unknown_since_ms: u64,
-    pub started_ms: u64,
-    pub updated_ms: u64,
-    pub escape_rotation: u32,
-    /// Where the last typed prompt came from (model | regenerated | plan | escape).
-    pub last_source: String,
-}
-
-/// One turn as recorded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(default)]
-pub struct TurnRecord {
-    pub n: u32,
-    pub prompt: String,
-    /// model | regenerated | plan | escape | manual
-    pub source: String,
-    pub gate: Vec<String>,
-    pub model_latency_ms: u64,
-    pub prompt_tokens: u32,
-    pub pane_hash: String,
-    /// pending | progress | error | blocked | complete
-    pub outcome: String,
-    /// pending | submitted | submitted-after-retry | dry-run | refused: … | failed: … | unconfirmed
-    pub inject: String,
-    pub unix_ms: u64,
-    pub state: String,
-    pub reason: String,
-}
-
-impl TurnRecord {
-    pub fn to_pb(&self) -> pb::TurnRecord {
-        pb::TurnRecord {
-            n: self.n,
-            prompt: self.prompt.clone(),
-            source: self.source.clone(),
-            gate: self.gate.clone(),
-            model_latency_ms: self.model_latency_ms,
-            prompt_tokens: self.prompt_tokens,
-            pane_hash: self.pane_hash.clone(),
-            outcome: self.outcome.clone(),
-            inject: self.inject.clone(),
-            unix_ms: self.unix_ms,
-            state: self.state.clone(),
-        }
-    }
-}
-
-impl SessionRecord {
-    pub fn summary(&self) -> pb::SessionSummary {
-        pb::SessionSummary {
-            id: self.id.clone(),
-            machine: self.machine.clone(),
-            target: self.target.clone(),
-            pane_id: self.pane_id.clone(),
-            project: self.project.clone(),
-            goal: self.goal.clone(),
-            status: self.status.as_str().to_string(),
-            turns: self.turns,
-            max_turns: self.max_turns,
-            dry_run: self.dry_run,
-            last_state: self.last_state.clone(),
-            reason: self.reason.clone(),
-            started_unix_ms: self.started_ms,
-            updated_unix_ms: self.updated_ms,
-            plan_only: self.plan_only,
-        }
-    }
-
-    /// `{machine}/{pane_id}`: the key of the one-writer-per-pane lock.
-    pub fn pane_key(&self) -> String {
-        pane_key(&self.machine, &self.pane_id)
-    }
-
-    pub fn remember_prompt(&mut self, prompt: &str) {
-        self.history.push(prompt.to_string());
-        let excess = self.history.len().saturating_sub(15);
-        self.history.drain(..excess);
-    }
-
-    pub fn record_latency(&mut self, ms: u64) {
-        self.model_latencies_ms.push(ms);
-        let excess = self.model_latencies_ms.len().saturating_sub(500);
-        self.model_latencies_ms.drain(..excess);
-    }
-
-    /// Remembers an injection time (only the last minute's matter to the loop limit).
-    pub fn note_injection(&mut self, now_ms: u64) {
-        self.inject_times_ms
-            .retain(|t| now_ms.saturating_sub(*t) < karl_common::gate::limits::RATE_WINDOW_MS);
-        self.inject_times_ms.push(now_ms);
-    }
-
-    /// The end-of-session summary line(s).
-    pub fn end_summary(&self) -> String {
-        let mut lat = self.model_latencies_ms.clone();
-        lat.sort_unstable();
-        let pct = |p: f64| -> u64 {
-            if lat.is_empty() {
-                0
-            } else {
-                lat[((lat.len() - 1) as f64 * p).round() as usize]
-            }
-        };
-        let rejections = if self.rejections.is_empty() {
-            "none".to_string()
-        } else {
-            self.rejections
-                .iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        format!(
-            "{}: {} — turns {} of {}, gated {} (rejections: {}), fallbacks {}, model latency p50 {} ms / p95 {} ms, tasks done {}/{}",
-            self.status.as_str(),
-            if self.reason.is_empty() { "-" } else { &self.reason },
-            self.turns,
-            self.max_turns,
-            self.gated,
-            rejections,
-            self.fallbacks,
-            pct(0.5),
-            pct(0.95),
-            self.tasks.done_count(),
-            self.tasks.tasks.len()
-        )
-    }
-}
-
-pub fn pane_key(machine: &str, pane_id: &str) -> String {
-    format!("{machine}/{pane_id}")
-}
-
-/// Session ids: `{machine}_{pane}_{timestamp}` with the pane id's `%` dropped.
-pub fn session_id(machine: &str, pane_id: &str, unix_ms: u64) -> String {
-    format!("{machine}_{}_{unix_ms}", pane_id.trim_start_matches('%'))
-}
-
 /// Notes which agent the session drives, from the first snapshot whose screen names one,
 /// and the pane's non-shell processes then. `processes` is the pane's process tree (empty
 /// when the agent could not read it). The processes are noted again when the screen shows
@@ -324,14 +61,14 @@ pub fn note_driven_agent(s: &mut SessionRecord, d: &Detection, processes: &[Stri
             .cloned()
             .collect()
     };
-    if s.driven_agent.is_empty() {
+    let Some(driven) = s.driven_agent else {
         if d.agent != AgentKind::Unknown {
-            s.driven_agent = d.agent.as_str().to_string();
+            s.driven_agent = Some(d.agent);
             s.agent_processes = non_shell();
         }
         return;
-    }
-    let alive_on_screen = d.agent.as_str() == s.driven_agent && d.state != PaneState::Exited;
+    };
+    let alive_on_screen = d.agent == driven && d.state != PaneState::Exited;
     let recorded_present = s.agent_processes.iter().any(|p| processes.contains(p));
     if alive_on_screen && !recorded_present {
         let now = non_shell();
@@ -343,9 +80,8 @@ pub fn note_driven_agent(s: &mut SessionRecord, d: &Detection, processes: &[Stri
 
 /// Whether the session drives an agent CLI (not a plain shell).
 fn drives_an_agent(s: &SessionRecord) -> bool {
-    !s.driven_agent.is_empty()
-        && s.driven_agent != AgentKind::Shell.as_str()
-        && s.driven_agent != AgentKind::Unknown.as_str()
+    s.driven_agent
+        .is_some_and(|a| !matches!(a, AgentKind::Shell | AgentKind::Unknown))
 }
 
 /// What the session knows overrules the screen: when it drives an agent CLI and that
@@ -369,7 +105,7 @@ pub fn overrule(s: &SessionRecord, d: &mut Detection, processes: &[String]) {
     } else if d.agent == AgentKind::Shell {
         format!(
             "a shell prompt shows where {} was (the screen reads as a plain shell)",
-            s.driven_agent
+            s.driven_agent.unwrap_or_default().as_str()
         )
     } else {
         return;
@@ -617,6 +353,7 @@ pub fn permission_answer(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::context::TaskGraph;
 
     fn det(state: PaneState) -> Detection {
         Detection {
@@ -960,7 +697,7 @@ mod tests {
         let mut d = det(PaneState::Idle);
         d.agent = AgentKind::Claude;
         note_driven_agent(&mut s, &d, &["sh".into(), "claude".into()]);
-        assert_eq!(s.driven_agent, "claude");
+        assert_eq!(s.driven_agent, Some(AgentKind::Claude));
         assert_eq!(s.agent_processes, ["claude"]);
         s
     }
@@ -1023,7 +760,7 @@ mod tests {
         let mut shell = det(PaneState::Idle);
         shell.agent = AgentKind::Shell;
         note_driven_agent(&mut s, &shell, &["bash".into()]);
-        assert_eq!(s.driven_agent, "claude");
+        assert_eq!(s.driven_agent, Some(AgentKind::Claude));
         assert_eq!(s.agent_processes, ["claude"]);
         // Restarted under another process name (an updated binary): noted again.
         let mut alive = det(PaneState::Idle);
@@ -1038,7 +775,7 @@ mod tests {
         // Unknown screens name no agent.
         let mut fresh = session();
         note_driven_agent(&mut fresh, &det(PaneState::Unknown), &["claude".into()]);
-        assert!(fresh.driven_agent.is_empty());
+        assert!(fresh.driven_agent.is_none());
     }
 
     #[test]
@@ -1073,18 +810,5 @@ mod tests {
             decide(&s, &facts(&u, "h"), &l),
             Decision::Escalate(_)
         ));
-    }
-
-    #[test]
-    fn ids_and_summary() {
-        assert_eq!(session_id("mac2", "%12", 1700), "mac2_12_1700");
-        let mut s = session();
-        s.model_latencies_ms = vec![10, 20, 30, 40, 100];
-        s.rejections.insert("status".into(), 2);
-        let line = s.end_summary();
-        assert!(
-            line.contains("p50 30 ms") && line.contains("status 2"),
-            "{line}"
-        );
     }
 }

@@ -13,9 +13,9 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::chat::ChatMessage;
 use super::redact::redact;
 use super::terminal::{cap_chars, select_lines};
-use crate::model::ChatMessage;
 
 /// Plans have at most this many steps (the parser drops the rest).
 pub const PLAN_MAX_STEPS: usize = 8;
@@ -432,8 +432,8 @@ fn one_line(s: &str, max: usize) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use crate::context::Role;
     use super::*;
-    use crate::model::Role;
 
     #[test]
     fn plan_messages_carry_goal_and_redacted_screen() {

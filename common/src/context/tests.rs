@@ -179,8 +179,8 @@ fn blocks_come_in_the_fixed_order() {
     let f = Fixture::typical();
     let ctx = f.build();
     assert_eq!(ctx.messages.len(), 2);
-    assert_eq!(ctx.messages[0].role, crate::model::Role::System);
-    assert_eq!(ctx.messages[1].role, crate::model::Role::User);
+    assert_eq!(ctx.messages[0].role, super::Role::System);
+    assert_eq!(ctx.messages[1].role, super::Role::User);
     assert_eq!(ctx.messages[0].content, system_prompt(Phase::Build));
     let u = user(&ctx);
     let positions: Vec<usize> = Block::ALL[1..]

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// Where a session is in its arc (the gate's enum, so escape prompts and the system
 /// prompt always agree on the phase).
-pub use karl_common::gate::Phase;
+pub use crate::gate::Phase;
 
 /// The phase's name as the briefing shows it.
 pub fn phase_label(phase: Phase) -> &'static str {

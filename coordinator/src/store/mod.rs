@@ -11,19 +11,28 @@
 //!
 //! A turn is committed with its session record and its audit entry in one multi-tree
 //! transaction and flushed before the coordinator acts on it, so a SIGKILL at any point
-//! leaves either the whole turn or none of it.
+//! leaves either the whole turn or none of it. Writes land in sled's memory at once;
+//! the waits for the disk (`flush_async`, on sled's own threads) are `async`, so no
+//! fsync ever blocks a runtime thread.
 //!
-//! Typed records live in [`crate::session`]; this module only knows keys and JSON.
+//! Schema versions: v1 held pane states, turn sources, outcomes and injection results as
+//! free strings (`"refused: the pane is busy"`, `""` for none); v2 holds enums. Opening a
+//! v1 store migrates it in place ([`migrate`]). Typed records live in [`crate::records`];
+//! this module only knows keys and JSON.
+
+mod migrate;
 
 use std::path::Path;
 
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+use crate::records::AuditEntry;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 use sled::Transactional;
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -57,19 +66,6 @@ fn sled_message(e: &sled::Error) -> String {
         sled::Error::Io(io) => io.to_string(),
         other => other.to_string(),
     }
-}
-
-/// One line of the audit log: every injection, refusal and permission decision.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct AuditEntry {
-    pub unix_ms: u64,
-    pub session: String,
-    pub machine: String,
-    pub pane: String,
-    /// `inject`, `refused`, `blocked`, `permission`, `forced`, `dry-run`, …
-    pub kind: String,
-    pub text: String,
-    pub detail: String,
 }
 
 #[derive(Clone)]
@@ -157,6 +153,16 @@ impl Store {
                         found,
                     });
                 }
+                if found < SCHEMA_VERSION {
+                    migrate::run(&db, found).map_err(|e| match e {
+                        StoreError::Sled(cause) => open_err(cause),
+                        other => other,
+                    })?;
+                    meta.insert("schema_version", &SCHEMA_VERSION.to_be_bytes())
+                        .map_err(open_err)?;
+                    db.flush().map_err(open_err)?;
+                    tracing::info!(target: "coord.store", from = found, to = SCHEMA_VERSION, "migrated the store");
+                }
             }
             None => {
                 meta.insert("schema_version", &SCHEMA_VERSION.to_be_bytes())
@@ -173,15 +179,23 @@ impl Store {
         })
     }
 
-    pub fn flush(&self) -> Result<()> {
+    /// Flushes and fsyncs on the calling thread: for tools and benchmarks outside the
+    /// runtime. Async code uses [`Store::flush_async`].
+    pub fn flush_blocking(&self) -> Result<()> {
         self.db.flush()?;
         Ok(())
     }
 
-    /// Writes a session record and flushes it to disk.
-    pub fn put_session<T: Serialize>(&self, id: &str, record: &T) -> Result<()> {
+    /// Waits until every write so far is on disk (the fsync runs on sled's threads).
+    pub async fn flush_async(&self) -> Result<()> {
+        self.db.flush_async().await?;
+        Ok(())
+    }
+
+    /// Writes a session record and waits for the disk.
+    pub async fn put_session<T: Serialize>(&self, id: &str, record: &T) -> Result<()> {
         self.update_session(id, record)?;
-        self.flush()
+        self.flush_async().await
     }
 
     /// Writes a session record without waiting for the disk: it is made durable by the
@@ -208,25 +222,12 @@ impl Store {
             .collect()
     }
 
-    /// Commits a turn: the turn, the session record it updates and optional audit
-    /// entries, atomically, then flushes. The engine calls this before it types, so a
-    /// recorded turn is on disk before anything reaches the pane.
-    pub fn commit_turn<S: Serialize, T: Serialize>(
-        &self,
-        session_id: &str,
-        session: &S,
-        n: u32,
-        turn: &T,
-        audit: &[AuditEntry],
-    ) -> Result<()> {
-        self.record_turn(session_id, session, n, turn, audit)?;
-        self.flush()
-    }
-
-    /// [`Store::commit_turn`] without the flush: the same atomic transaction, made
-    /// durable by the next flush. For updates of a turn already committed (its
-    /// injection result, its outcome): a crash before the flush leaves the turn as it
-    /// was committed, which a restart reconciles.
+    /// Writes a turn, the session record it updates and optional audit entries in one
+    /// atomic transaction, made durable by the next flush. The engine commits a turn
+    /// with this and [`Store::flush_async`] before it types, so a recorded turn is on
+    /// disk before anything reaches the pane; updates of a turn already committed (its
+    /// outcome) need no flush: a crash before one leaves the turn as it was committed,
+    /// which a restart reconciles.
     pub fn record_turn<S: Serialize, T: Serialize>(
         &self,
         session_id: &str,
@@ -263,27 +264,33 @@ impl Store {
             .collect()
     }
 
-    pub fn append_audit(&self, entry: &AuditEntry) -> Result<()> {
+    /// Appends an audit line and waits for the disk.
+    pub async fn append_audit(&self, entry: &AuditEntry) -> Result<()> {
         let id = self.db.generate_id()?;
         self.audit.insert(id.to_be_bytes(), to_json(entry))?;
-        self.flush()
+        self.flush_async().await
     }
 
-    /// The audit log, oldest first; `session` filters to one session.
-    pub fn audit(&self, session: Option<&str>) -> Result<Vec<AuditEntry>> {
+    /// The newest `limit` audit lines, oldest first; `session` filters to one session.
+    /// Reads backwards from the newest and stops at `limit`.
+    pub fn audit_tail(&self, session: Option<&str>, limit: usize) -> Result<Vec<AuditEntry>> {
         let mut out = Vec::new();
-        for v in self.audit.iter().values() {
+        for v in self.audit.iter().values().rev() {
+            if out.len() >= limit {
+                break;
+            }
             let e: AuditEntry = from_json("audit", &v?)?;
             if session.is_none_or(|s| s == e.session) {
                 out.push(e);
             }
         }
+        out.reverse();
         Ok(out)
     }
 
     /// Takes the pane lock for `session_id`. `is_live(holder)` says whether an existing
     /// holder still counts; a dead holder's lock is taken over.
-    pub fn lock_pane(
+    pub async fn lock_pane(
         &self,
         pane_key: &str,
         session_id: &str,
@@ -307,7 +314,7 @@ impl Store {
             .locks
             .compare_and_swap(pane_key, old, Some(session_id.as_bytes()))?
         {
-            Ok(()) => self.flush(),
+            Ok(()) => self.flush_async().await,
             Err(cas) => Err(StoreError::PaneLocked {
                 pane: pane_key.to_string(),
                 holder: cas
@@ -319,13 +326,13 @@ impl Store {
     }
 
     /// Releases the pane lock if `session_id` holds it.
-    pub fn unlock_pane(&self, pane_key: &str, session_id: &str) -> Result<()> {
+    pub async fn unlock_pane(&self, pane_key: &str, session_id: &str) -> Result<()> {
         let _ = self.locks.compare_and_swap(
             pane_key,
             Some(session_id.as_bytes()),
             None as Option<&[u8]>,
         )?;
-        self.flush()
+        self.flush_async().await
     }
 
     pub fn lock_holder(&self, pane_key: &str) -> Result<Option<String>> {
@@ -340,14 +347,19 @@ impl Store {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::records::{
+        AuditKind, InjectStatus, SessionRecord, Status, TurnOutcome, TurnRecord, TurnSource,
+    };
+    use karl_common::detect::{AgentKind, PaneState};
+    use serde::Deserialize;
 
     #[derive(Serialize, Deserialize, Debug, PartialEq)]
     struct Rec {
         n: u32,
     }
 
-    #[test]
-    fn turns_commit_atomically_and_survive_reopen() {
+    #[tokio::test]
+    async fn turns_commit_atomically_and_survive_reopen() {
         let dir = tempfile::tempdir().unwrap();
         {
             let store = Store::open(dir.path()).unwrap();
@@ -357,39 +369,46 @@ mod tests {
                     session: "s1".into(),
                     machine: "m".into(),
                     pane: "%1".into(),
-                    kind: "inject".into(),
+                    kind: AuditKind::Inject,
                     text: format!("p{n}"),
                     detail: String::new(),
                 };
                 store
-                    .commit_turn("s1", &Rec { n }, n, &Rec { n }, &[audit])
+                    .record_turn("s1", &Rec { n }, n, &Rec { n }, &[audit])
                     .unwrap();
+                store.flush_async().await.unwrap();
             }
         }
         let store = Store::open(dir.path()).unwrap();
         let turns: Vec<Rec> = store.turns("s1").unwrap();
         assert_eq!(turns, vec![Rec { n: 1 }, Rec { n: 2 }, Rec { n: 3 }]);
         assert_eq!(store.get_session::<Rec>("s1").unwrap(), Some(Rec { n: 3 }));
-        assert_eq!(store.audit(Some("s1")).unwrap().len(), 3);
+        assert_eq!(store.audit_tail(Some("s1"), 10).unwrap().len(), 3);
+        let last = store.audit_tail(Some("s1"), 2).unwrap();
+        assert_eq!(
+            last.iter().map(|a| a.text.as_str()).collect::<Vec<_>>(),
+            ["p2", "p3"],
+            "the newest entries, oldest first"
+        );
         assert!(
             store.turns::<Rec>("s").unwrap().is_empty(),
             "prefix must not leak across ids"
         );
     }
 
-    #[test]
-    fn pane_lock_is_exclusive_while_holder_lives() {
+    #[tokio::test]
+    async fn pane_lock_is_exclusive_while_holder_lives() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        store.lock_pane("m/%1", "a", |_| true).unwrap();
-        store.lock_pane("m/%1", "a", |_| true).unwrap();
-        let err = store.lock_pane("m/%1", "b", |_| true).unwrap_err();
+        store.lock_pane("m/%1", "a", |_| true).await.unwrap();
+        store.lock_pane("m/%1", "a", |_| true).await.unwrap();
+        let err = store.lock_pane("m/%1", "b", |_| true).await.unwrap_err();
         assert!(err.to_string().contains("karl-ctl stop a"), "{err}");
-        store.lock_pane("m/%1", "b", |_| false).unwrap();
+        store.lock_pane("m/%1", "b", |_| false).await.unwrap();
         assert_eq!(store.lock_holder("m/%1").unwrap().as_deref(), Some("b"));
-        store.unlock_pane("m/%1", "a").unwrap();
+        store.unlock_pane("m/%1", "a").await.unwrap();
         assert_eq!(store.lock_holder("m/%1").unwrap().as_deref(), Some("b"));
-        store.unlock_pane("m/%1", "b").unwrap();
+        store.unlock_pane("m/%1", "b").await.unwrap();
         assert_eq!(store.lock_holder("m/%1").unwrap(), None);
     }
 
@@ -409,5 +428,114 @@ mod tests {
             matches!(err, StoreError::SchemaTooNew { found: 99, .. }),
             "{err}"
         );
+    }
+
+    /// A copy of `tests/fixtures/store-v1`, written by the schema-v1 karl-coord.
+    fn v1_store() -> tempfile::TempDir {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/store-v1/karl.sled");
+        let dir = tempfile::tempdir().unwrap();
+        let dst = dir.path().join("karl.sled");
+        std::fs::create_dir_all(&dst).unwrap();
+        for f in std::fs::read_dir(&src).unwrap() {
+            let f = f.unwrap();
+            if f.path().is_file() {
+                std::fs::copy(f.path(), dst.join(f.file_name())).unwrap();
+            }
+        }
+        dir
+    }
+
+    #[test]
+    fn a_v1_store_migrates() {
+        let dir = v1_store();
+        let check = |store: &Store| {
+            let sessions: Vec<SessionRecord> = store.sessions().unwrap();
+            assert_eq!(sessions.len(), 2);
+            let live = store
+                .get_session::<SessionRecord>("mac2_3_1763900000000")
+                .unwrap()
+                .unwrap();
+            assert_eq!(live.status, Status::Running);
+            assert_eq!(live.last_state, PaneState::Working);
+            assert_eq!(live.agent_kind, AgentKind::Claude);
+            assert_eq!(live.driven_agent, Some(AgentKind::Claude));
+            assert_eq!(live.last_source, Some(TurnSource::Model));
+            assert_eq!(
+                live.rejections.get(&karl_common::gate::Rule::NearRepeat),
+                Some(&1)
+            );
+            let ended = store
+                .get_session::<SessionRecord>("mac1_7_1763800000000")
+                .unwrap()
+                .unwrap();
+            assert_eq!(ended.driven_agent, None);
+            assert_eq!(ended.last_source, None);
+            let turns: Vec<TurnRecord> = store.turns(&live.id).unwrap();
+            let got: Vec<_> = turns
+                .iter()
+                .map(|t| (t.source, t.inject, t.reason.as_str(), t.outcome))
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    (
+                        TurnSource::Model,
+                        InjectStatus::Submitted,
+                        "",
+                        TurnOutcome::Progress
+                    ),
+                    (
+                        TurnSource::Plan,
+                        InjectStatus::Refused,
+                        "the pane is busy",
+                        TurnOutcome::Blocked
+                    ),
+                    (
+                        TurnSource::Regenerated,
+                        InjectStatus::Pending,
+                        "",
+                        TurnOutcome::Pending
+                    ),
+                ]
+            );
+            let ended_turns: Vec<TurnRecord> = store.turns(&ended.id).unwrap();
+            assert_eq!(ended_turns[0].inject, InjectStatus::DryRun);
+            assert_eq!(ended_turns[1].inject, InjectStatus::Unconfirmed);
+            assert_eq!(ended_turns[1].reason, "coordinator restarted");
+            let audit = store.audit_tail(None, 100).unwrap();
+            assert_eq!(audit.len(), 3 + 11);
+            assert!(audit.iter().any(|a| a.kind == AuditKind::Restart));
+            assert_eq!(
+                store.lock_holder(&live.pane_key()).unwrap().as_deref(),
+                Some(live.id.as_str())
+            );
+        };
+        let store = Store::open(dir.path()).unwrap();
+        check(&store);
+        drop(store);
+        // Opened again: the version says v2 and nothing changes.
+        let store = Store::open(dir.path()).unwrap();
+        check(&store);
+        let v = store
+            .db
+            .open_tree("meta")
+            .unwrap()
+            .get("schema_version")
+            .unwrap();
+        assert_eq!(v.as_deref(), Some(&SCHEMA_VERSION.to_be_bytes()[..]));
+    }
+
+    #[test]
+    fn migration_steps_are_idempotent() {
+        let mut turn = serde_json::json!({"inject": "failed: agent mac2 is not connected", "outcome": "", "reason": ""});
+        let o = turn.as_object_mut().unwrap();
+        migrate::turn_v2(o);
+        let once = o.clone();
+        migrate::turn_v2(o);
+        assert_eq!(*o, once);
+        assert_eq!(o["inject"], "failed");
+        assert_eq!(o["reason"], "agent mac2 is not connected");
+        assert_eq!(o["outcome"], "pending");
     }
 }

@@ -1,0 +1,643 @@
+//! The session machine: `Session::on(now, Event) -> Vec<Effect>`, sans IO.
+//!
+//! Every transition of a driven session lives here — snapshots, pane and agent events,
+//! operator commands, the clock, and the results of the effects it asked for (a capture,
+//! a model reply, a commit, an injection, keys sent). Every action is an [`Effect`]: data
+//! the shell in [`super::task`] carries out, in order, feeding each result back as an
+//! event. A result-bearing effect (see [`Effect::answers`]) is always the last of a batch,
+//! so the machine is never asked two things at once.
+//!
+//! Turn firing and injection live in [`super::turn`], permission answering in
+//! [`super::permission`]; both are `impl Session` blocks over the same state.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use karl_common::detect::{Detection, DetectionInput, Detector, PaneState};
+use karl_common::gate::{Gate, GateContext, OtherSession, Rule};
+use karl_common::pb;
+
+use super::decide::{decide, note_driven_agent, overrule, Decision, SnapshotFacts};
+use super::permission::Selecting;
+use super::prompt::{ModelAnswer, PromptSearch};
+use super::EngineConfig;
+use crate::context::{Calibrations, Context, PaneSignal, Rejection};
+use crate::model::ChatRequest;
+use crate::records::{AuditEntry, AuditKind, SessionRecord, Status, TurnRecord};
+
+/// The other live sessions' projects and paths, given a session id to leave out.
+pub type Peers = Arc<dyn Fn(&str) -> Vec<OtherSession> + Send + Sync>;
+
+/// What the machine reads but does not own: the classifier, the gate, the engine's
+/// configuration, token calibration shared by all sessions, and the other live sessions.
+#[derive(Clone)]
+pub struct Deps {
+    pub detector: Arc<Detector>,
+    pub gate: Arc<Gate>,
+    pub cfg: Arc<EngineConfig>,
+    pub calibrations: Arc<Mutex<Calibrations>>,
+    pub has_model: bool,
+    /// The other live sessions' projects and paths (the cross-contamination fence).
+    pub peers: Peers,
+}
+
+impl Deps {
+    pub fn detect(&self, snap: &pb::PaneSnapshot) -> Detection {
+        let pane = snap.pane.clone().unwrap_or_default();
+        self.detector.detect(&DetectionInput {
+            text: &snap.text,
+            ansi: (!snap.ansi.is_empty()).then_some(snap.ansi.as_str()),
+            current_command: &pane.current_command,
+            title: &pane.title,
+            cursor_x: Some(snap.cursor_x),
+            cursor_y: Some(snap.cursor_y),
+            width: Some(pane.width),
+            height: Some(pane.height),
+        })
+    }
+
+    /// The briefing the model gets for this session and screen.
+    pub fn context(
+        &self,
+        rec: &SessionRecord,
+        screen: &str,
+        signal: PaneSignal,
+        rejections: &[Rejection],
+    ) -> Context {
+        let estimator = super::lock(&self.calibrations).estimator(&self.cfg.model_name);
+        super::session_context(
+            rec,
+            screen,
+            signal,
+            rejections,
+            &self.cfg.context,
+            &estimator,
+        )
+    }
+
+    pub fn observe_tokens(&self, estimated: u32, actual: u32) {
+        super::lock(&self.calibrations).observe(&self.cfg.model_name, estimated, actual);
+    }
+}
+
+/// Operator commands to a running session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Pause,
+    Resume,
+    Stop,
+    /// Approve (true) or deny the pending permission prompt.
+    Decide(bool),
+}
+
+/// Why an agent call failed: `fatal` when the agent answered with a refusal (the pane
+/// is gone), not when it could not be reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallError {
+    pub fatal: bool,
+    pub message: String,
+}
+
+/// Everything that happens to a session.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// The task started; `connected` says whether the agent is online.
+    Start {
+        connected: bool,
+    },
+    Snapshot(Arc<pb::PaneSnapshot>),
+    /// The pane printed something (it is not waiting on our Enter any more).
+    PaneOutput,
+    PaneClosed,
+    ServerGone,
+    /// The agent (re)connected, or the tmux server came back: watch again.
+    AgentConnected,
+    AgentDisconnected,
+    Operator(Command),
+    /// The clock moved (rechecks, dry-run pacing).
+    Tick,
+    // Results of effects, each answering the one effect in flight.
+    Watched(Result<(), CallError>),
+    Captured(Result<Arc<pb::PaneSnapshot>, String>),
+    ModelReplied(Result<ModelAnswer, String>),
+    Committed(Result<(), String>),
+    Typed(Result<pb::InjectResult, String>),
+    KeysSent(Result<(), String>),
+    Woke,
+}
+
+/// What a session update says, for the operator's `follow`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Update {
+    pub record: SessionRecord,
+    pub turn: Option<TurnRecord>,
+    pub event: String,
+}
+
+/// Everything a session does, as data.
+#[derive(Debug, Clone)]
+pub enum Effect {
+    /// Ask the agent to watch the pane → [`Event::Watched`].
+    Watch,
+    /// A fresh capture of the pane → [`Event::Captured`].
+    Capture,
+    /// One model completion → [`Event::ModelReplied`].
+    AskModel(ChatRequest),
+    /// Type text into the pane and submit it → [`Event::Typed`].
+    Type {
+        text: String,
+        force: bool,
+    },
+    /// Press keys in the pane → [`Event::KeysSent`].
+    SendKeys(Vec<String>),
+    /// Wait → [`Event::Woke`].
+    Sleep(Duration),
+    /// Write the session record; `durable` waits for the disk.
+    Save {
+        record: SessionRecord,
+        durable: bool,
+    },
+    /// Write a turn, its session record and audit lines in one transaction; `durable`
+    /// waits for the disk; `ack` answers with [`Event::Committed`] (the turn must be on
+    /// disk before it is typed).
+    CommitTurn {
+        record: SessionRecord,
+        turn: TurnRecord,
+        audit: Vec<AuditEntry>,
+        durable: bool,
+        ack: bool,
+    },
+    Audit(AuditEntry),
+    Publish(Update),
+    /// The session ended: stop watching the pane and release its lock.
+    Release,
+}
+
+impl Effect {
+    /// Whether the shell feeds a result event back for this effect.
+    pub fn answers(&self) -> bool {
+        match self {
+            Effect::Watch
+            | Effect::Capture
+            | Effect::AskModel(_)
+            | Effect::Type { .. }
+            | Effect::SendKeys(_)
+            | Effect::Sleep(_) => true,
+            Effect::CommitTurn { ack, .. } => *ack,
+            Effect::Save { .. } | Effect::Audit(_) | Effect::Publish(_) | Effect::Release => false,
+        }
+    }
+}
+
+/// The one call in flight, and what its result continues.
+#[derive(Debug, Default)]
+pub(super) enum Flow {
+    #[default]
+    Idle,
+    Watching,
+    /// A capture whose snapshot is handled like any other.
+    Capturing,
+    Prompting(PromptSearch, Arc<pb::PaneSnapshot>, Detection),
+    Committing(TurnRecord),
+    Typing(TurnRecord),
+    Selecting(Selecting),
+    Restarting(String),
+    Entering,
+}
+
+/// One driven session: its record and the state not worth storing.
+pub struct Session {
+    pub(super) rec: SessionRecord,
+    pub(super) deps: Deps,
+    pub(super) now: u64,
+    pub(super) out: Vec<Effect>,
+    pub(super) flow: Flow,
+    pub(super) last_snapshot: Option<Arc<pb::PaneSnapshot>>,
+    /// The last judged or typed turns (at most 5), for outcomes and the digest.
+    pub(super) recent: VecDeque<TurnRecord>,
+    /// Dry run: when the next recorded turn may fire.
+    pub(super) next_dry_fire_ms: u64,
+    /// Rate limit, usage limit or a screen that may predate our Enter: look again then.
+    pub(super) recheck_at_ms: u64,
+    /// The session waits because its agent is offline (cleared by any snapshot).
+    pub(super) waiting_for_agent: bool,
+}
+
+impl Session {
+    /// A session over `rec`, with its last few turns as stored.
+    pub fn new(rec: SessionRecord, recent: Vec<TurnRecord>, deps: Deps) -> Self {
+        let skip = recent.len().saturating_sub(5);
+        Session {
+            rec,
+            deps,
+            now: 0,
+            out: Vec::new(),
+            flow: Flow::Idle,
+            last_snapshot: None,
+            recent: recent.into_iter().skip(skip).collect(),
+            next_dry_fire_ms: 0,
+            recheck_at_ms: 0,
+            waiting_for_agent: false,
+        }
+    }
+
+    pub fn record(&self) -> &SessionRecord {
+        &self.rec
+    }
+
+    pub fn last_snapshot(&self) -> Option<&Arc<pb::PaneSnapshot>> {
+        self.last_snapshot.as_ref()
+    }
+
+    /// Whether a call is in flight (its result event is expected next).
+    pub fn busy(&self) -> bool {
+        !matches!(self.flow, Flow::Idle)
+    }
+
+    /// Feeds one event at time `now` (unix ms); returns what to do, in order.
+    pub fn on(&mut self, now: u64, event: Event) -> Vec<Effect> {
+        self.now = now;
+        let flow = std::mem::take(&mut self.flow);
+        match (flow, event) {
+            (_, Event::Start { connected }) => self.start(connected),
+            (Flow::Watching, Event::Watched(r)) => self.watched(r),
+            (Flow::Capturing, Event::Captured(Ok(s))) => self.on_snapshot(s),
+            (Flow::Capturing, Event::Captured(Err(e))) => {
+                tracing::warn!(target: "coord.engine", session = %self.rec.id, error = %e, "capture failed");
+            }
+            (Flow::Prompting(search, snap, d), Event::ModelReplied(r)) => {
+                self.model_replied(search, snap, d, r)
+            }
+            (Flow::Committing(turn), Event::Committed(r)) => self.committed(turn, r),
+            (Flow::Typing(turn), Event::Typed(r)) => self.typed(turn, r),
+            (Flow::Selecting(s), ev) => self.selecting(s, ev),
+            (Flow::Restarting(cmd), Event::Typed(r)) => self.restarted(&cmd, r),
+            (Flow::Entering, Event::KeysSent(r)) => self.entered(r),
+            (Flow::Idle, ev) => self.on_idle(ev),
+            (flow, ev) => {
+                tracing::warn!(target: "coord.engine", session = %self.rec.id, ?ev, ?flow, "event out of turn; ignored");
+                self.flow = flow;
+            }
+        }
+        std::mem::take(&mut self.out)
+    }
+
+    fn on_idle(&mut self, event: Event) {
+        match event {
+            Event::Snapshot(s) => self.on_snapshot(s),
+            Event::PaneOutput => self.rec.awaiting_busy = false,
+            Event::PaneClosed => self.finish(Status::Failed, "the pane was closed".into()),
+            Event::ServerGone => self.set_status(
+                Status::Waiting,
+                "the tmux server is gone; waiting for it to come back".into(),
+                false,
+            ),
+            Event::AgentConnected => self.watch(),
+            Event::AgentDisconnected => {
+                let why = format!("agent {} disconnected; waiting for it", self.rec.machine);
+                self.wait_for_agent(why);
+            }
+            Event::Operator(c) => self.operator(c),
+            Event::Tick => self.tick(),
+            other => {
+                tracing::debug!(target: "coord.engine", session = %self.rec.id, ?other, "result with nothing in flight; ignored");
+            }
+        }
+    }
+
+    fn start(&mut self, connected: bool) {
+        self.publish(None, "session running");
+        if connected {
+            self.watch();
+        } else {
+            let why = format!(
+                "agent {} is not connected; waiting for it",
+                self.rec.machine
+            );
+            self.wait_for_agent(why);
+        }
+    }
+
+    fn wait_for_agent(&mut self, why: String) {
+        self.set_status(Status::Waiting, why, false);
+        self.waiting_for_agent = self.rec.status == Status::Waiting;
+    }
+
+    fn watch(&mut self) {
+        // A new watch numbers its snapshots from 1 again.
+        self.rec.typed_at_seq = 0;
+        self.call(Effect::Watch, Flow::Watching);
+    }
+
+    fn watched(&mut self, r: Result<(), CallError>) {
+        match r {
+            Err(e) if e.fatal => self.finish(
+                Status::Failed,
+                format!("cannot watch pane {}: {}", self.rec.pane_id, e.message),
+            ),
+            Err(e) => self.set_status(
+                Status::Waiting,
+                format!("cannot watch the pane yet: {}", e.message),
+                false,
+            ),
+            Ok(()) => {
+                if self.rec.status == Status::Waiting {
+                    self.waiting_for_agent = false;
+                    self.set_status(Status::Running, "agent connected".into(), false);
+                }
+                self.call(Effect::Capture, Flow::Capturing);
+            }
+        }
+    }
+
+    fn operator(&mut self, c: Command) {
+        match c {
+            Command::Pause => {
+                self.set_status(Status::Paused, "paused by the operator".into(), false)
+            }
+            Command::Resume => {
+                // Leave the pause first: set_status holds a paused session as it is.
+                if self.rec.status == Status::Paused {
+                    self.rec.status = Status::Running;
+                }
+                self.rec.stalled = 0;
+                if let Some(i) = self.rec.tasks.active_index() {
+                    self.rec.tasks.tasks[i].turns_on_it = 0;
+                }
+                self.rec.unknown_since_ms = 0;
+                self.set_status(Status::Running, "resumed by the operator".into(), false);
+                if let Some(s) = self.last_snapshot.clone() {
+                    self.on_snapshot(s);
+                }
+            }
+            Command::Stop => self.finish(Status::Stopped, "stopped by the operator".into()),
+            Command::Decide(approve) => self.answer_permission(approve, "the operator"),
+        }
+    }
+
+    fn tick(&mut self) {
+        if self.recheck_at_ms != 0 && self.now >= self.recheck_at_ms {
+            self.recheck_at_ms = 0;
+            self.call(Effect::Capture, Flow::Capturing);
+            return;
+        }
+        if self.rec.dry_run && self.next_dry_fire_ms != 0 && self.now >= self.next_dry_fire_ms {
+            self.next_dry_fire_ms = 0;
+            if let Some(s) = self.last_snapshot.clone() {
+                self.on_snapshot(s);
+            }
+        }
+    }
+
+    /// A settled snapshot: note what it shows, judge the last turn, decide, act.
+    pub(super) fn on_snapshot(&mut self, snap: Arc<pb::PaneSnapshot>) {
+        // Taken before our last typing finished, however late it came: the pane from
+        // before, which would read as still waiting for the prompt just typed.
+        if snap.seq != 0 && snap.seq <= self.rec.typed_at_seq {
+            tracing::debug!(target: "coord.engine", session = %self.rec.id, seq = snap.seq, typed_at = self.rec.typed_at_seq, "ignoring a snapshot from before our typing");
+            return;
+        }
+        let now = self.now;
+        let d = self.note_snapshot(&snap);
+        let permission_safe = d.permission.as_ref().is_some_and(|p| {
+            let v = self.deps.gate.check(&p.action, &GateContext::default());
+            !v.reasons.iter().any(|r| r.rule == Rule::Destructive)
+        });
+        let facts = SnapshotFacts {
+            detection: &d,
+            stable_hash: if self.rec.dry_run {
+                ""
+            } else {
+                &snap.stable_hash
+            },
+            now_ms: now,
+            permission_safe,
+        };
+        let mut decision = decide(&self.rec, &facts, &self.deps.cfg.limits);
+        // Dry run: the pane never changes, so pace recorded turns by settle_ms instead.
+        if self.rec.dry_run && decision == Decision::Fire && self.next_dry_fire_ms > now {
+            decision = Decision::Wait("dry run pacing");
+        }
+        self.act(decision, snap, d);
+    }
+
+    /// Records what the snapshot shows on the session; returns its detection.
+    fn note_snapshot(&mut self, snap: &Arc<pb::PaneSnapshot>) -> Detection {
+        let now = self.now;
+        let mut d = self.deps.detect(snap);
+        let processes = snap
+            .pane
+            .as_ref()
+            .map(|p| p.processes.as_slice())
+            .unwrap_or_default();
+        let rec = &mut self.rec;
+        note_driven_agent(rec, &d, processes);
+        overrule(rec, &mut d, processes);
+        tracing::debug!(target: "coord.engine", session = %rec.id, state = %d.state, rule = d.rule.as_deref().unwrap_or("-"), hash = %snap.stable_hash, reason = snap.reason, seq = snap.seq, "snapshot");
+        tracing::trace!(target: "coord.engine.screen", session = %rec.id, "screen:\n{}", snap.text);
+        rec.agent_kind = d.agent;
+        if snap.stable_hash != rec.last_hash {
+            rec.last_hash = snap.stable_hash.clone();
+            rec.last_change_ms = now;
+        }
+        rec.last_state = d.state;
+        rec.last_error = d.error;
+        rec.unknown_since_ms = match (d.state, rec.unknown_since_ms) {
+            (PaneState::Unknown, 0) => now,
+            (PaneState::Unknown, t) => t,
+            _ => 0,
+        };
+        // The pane turned busy, or changed into something other than our prompt still
+        // sitting in the box (a capture taken mid-injection shows exactly that).
+        if d.state == PaneState::Working
+            || (rec.awaiting_busy
+                && snap.stable_hash != rec.inject_hash
+                && d.state != PaneState::Draft)
+        {
+            rec.awaiting_busy = false;
+        }
+        rec.pending_permission =
+            (d.state == PaneState::Permission).then(|| d.permission.clone().unwrap_or_default());
+        self.last_snapshot = Some(snap.clone());
+        self.judge_outcome(snap, &d);
+        d
+    }
+
+    fn act(&mut self, decision: Decision, snap: Arc<pb::PaneSnapshot>, d: Detection) {
+        let now = self.now;
+        match decision {
+            Decision::Wait(why) => {
+                if self.waiting_for_agent && d.state != PaneState::Limited {
+                    self.waiting_for_agent = false;
+                    self.set_status(Status::Running, format!("pane is {}", d.state), false);
+                }
+                tracing::debug!(target: "coord.engine", session = %self.rec.id, state = %d.state, why, "waiting");
+                self.save(false);
+            }
+            Decision::Fire => self.fire(snap, d),
+            Decision::Throttle { until_ms, why } => {
+                self.recheck_at_ms = until_ms;
+                if self.rec.throttled_until_ms != until_ms {
+                    self.rec.throttled_until_ms = until_ms;
+                    let secs = until_ms.saturating_sub(now).div_ceil(1000);
+                    self.set_status(
+                        Status::Running,
+                        format!("{why} (next turn in {secs} s)"),
+                        false,
+                    );
+                } else {
+                    self.save(false);
+                }
+            }
+            Decision::Recheck(why) => {
+                tracing::debug!(target: "coord.engine", session = %self.rec.id, why, "rechecking shortly");
+                self.recheck_at_ms = now + 750;
+                self.save(false);
+            }
+            Decision::ResendEnter => {
+                self.rec.enter_resent = true;
+                self.call(Effect::SendKeys(vec!["Enter".into()]), Flow::Entering);
+            }
+            Decision::Permission { approve, why } => {
+                self.answer_permission(approve, &format!("policy ({why})"))
+            }
+            Decision::Escalate(reason) => {
+                let auto = matches!(
+                    d.state,
+                    PaneState::Dialog | PaneState::Permission | PaneState::Draft
+                );
+                self.set_status(Status::Escalated, reason, auto);
+            }
+            Decision::Limited(reset) => {
+                self.recheck_at_ms = now + 60_000;
+                self.set_status(
+                    Status::Waiting,
+                    format!("usage limit reached; resets {reset}"),
+                    true,
+                );
+            }
+            Decision::Exited => match self.deps.cfg.restart_command.clone() {
+                Some(cmd) => self.call(
+                    Effect::Type {
+                        text: cmd.clone(),
+                        force: true,
+                    },
+                    Flow::Restarting(cmd),
+                ),
+                None => self.set_status(
+                    Status::Escalated,
+                    "the agent exited; a shell prompt shows".into(),
+                    true,
+                ),
+            },
+            Decision::Done(reason) => self.finish(Status::Done, reason),
+        }
+    }
+
+    fn entered(&mut self, r: Result<(), String>) {
+        let failed = r
+            .err()
+            .map(|e| format!(" — failed: {e}"))
+            .unwrap_or_default();
+        self.audit(
+            AuditKind::Enter,
+            "",
+            format!("our prompt sat unsent; pressed Enter once{failed}"),
+        );
+        self.save(false);
+    }
+
+    fn restarted(&mut self, cmd: &str, r: Result<pb::InjectResult, String>) {
+        if let Ok(i) = &r {
+            self.rec.typed_at_seq = self.rec.typed_at_seq.max(i.snapshot_seq);
+        }
+        let detail = match &r {
+            Ok(i) => super::inject_label(i),
+            Err(e) => format!("failed: {e}"),
+        };
+        self.audit(AuditKind::Restart, cmd, detail.clone());
+        self.set_status(
+            Status::Running,
+            format!("the agent exited; restarted it ({detail})"),
+            false,
+        );
+    }
+
+    // ───────────────────────── effects ─────────────────────────
+
+    /// Asks for one result-bearing effect; its result continues `flow`.
+    pub(super) fn call(&mut self, effect: Effect, flow: Flow) {
+        debug_assert!(effect.answers());
+        self.out.push(effect);
+        self.flow = flow;
+    }
+
+    pub(super) fn publish(&mut self, turn: Option<TurnRecord>, event: &str) {
+        self.out.push(Effect::Publish(Update {
+            record: self.rec.clone(),
+            turn,
+            event: event.to_string(),
+        }));
+    }
+
+    /// Saves the record and bumps its update time.
+    pub(super) fn save(&mut self, durable: bool) {
+        self.rec.updated_ms = self.now.max(self.rec.updated_ms + 1);
+        self.out.push(Effect::Save {
+            record: self.rec.clone(),
+            durable,
+        });
+    }
+
+    pub(super) fn audit_entry(&self, kind: AuditKind, text: &str, detail: String) -> AuditEntry {
+        AuditEntry {
+            unix_ms: self.now,
+            session: self.rec.id.clone(),
+            machine: self.rec.machine.clone(),
+            pane: self.rec.pane_id.clone(),
+            kind,
+            text: text.to_string(),
+            detail,
+        }
+    }
+
+    pub(super) fn audit(&mut self, kind: AuditKind, text: &str, detail: String) {
+        let entry = self.audit_entry(kind, text, detail);
+        self.out.push(Effect::Audit(entry));
+    }
+
+    /// Changes the session's status. A paused session stays paused through whatever the
+    /// pane or its agent does (dialogs, limits, disconnects, restarts); only the operator
+    /// leaves a pause ([`Command::Resume`]), or the session ends.
+    pub(super) fn set_status(&mut self, status: Status, reason: String, auto_resume: bool) {
+        if self.rec.status == status && self.rec.reason == reason {
+            return;
+        }
+        if self.rec.status == Status::Paused && status != Status::Paused && status.is_live() {
+            tracing::debug!(target: "coord.engine", session = %self.rec.id, status = status.as_str(), %reason, "paused: status change held until resume");
+            return;
+        }
+        tracing::info!(target: "coord.engine", session = %self.rec.id, status = status.as_str(), %reason, "session status");
+        self.rec.status = status;
+        self.rec.reason = reason.clone();
+        self.rec.auto_resume = auto_resume;
+        if status == Status::Escalated {
+            self.audit(AuditKind::Escalated, "", reason.clone());
+        }
+        // Status changes are rare and an operator acts on them: make them durable now.
+        self.save(true);
+        self.publish(None, &reason);
+    }
+
+    /// Ends the session: the summary is audited, the record made durable, the pane freed.
+    pub(super) fn finish(&mut self, status: Status, reason: String) {
+        self.rec.status = status;
+        self.rec.reason = reason;
+        let summary = self.rec.end_summary();
+        self.audit(AuditKind::Session, "", summary.clone());
+        self.save(true);
+        self.publish(None, &summary);
+        self.out.push(Effect::Release);
+    }
+}

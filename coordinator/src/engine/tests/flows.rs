@@ -1,0 +1,322 @@
+//! One behaviour a test, end to end through the machine.
+
+use karl_common::pb;
+
+use super::*;
+use crate::records::{InjectStatus, PermissionPolicy, TurnOutcome, TurnSource};
+
+const GOOD: &str = "Add a GET /health route in src/routes.rs that returns ok, then run cargo test";
+
+fn started(h: &mut Harness) {
+    h.feed(Event::Start { connected: true });
+}
+
+#[test]
+fn a_turn_is_committed_to_disk_before_it_is_typed() {
+    let mut h = Harness::new(record());
+    h.model.push_back(Ok(GOOD.into()));
+    started(&mut h);
+    assert_eq!(h.typed(), [GOOD]);
+    let commit = h
+        .position(|e| {
+            matches!(
+                e,
+                Effect::CommitTurn {
+                    ack: true,
+                    durable: true,
+                    ..
+                }
+            )
+        })
+        .unwrap();
+    let typed = h.position(|e| matches!(e, Effect::Type { .. })).unwrap();
+    assert!(commit < typed, "committed at {commit}, typed at {typed}");
+    let t = &h.turns()[0];
+    assert_eq!(
+        (t.n, t.source, t.inject),
+        (1, TurnSource::Model, InjectStatus::Submitted)
+    );
+    assert_eq!(h.rec().turns, 1);
+    assert!(h.rec().awaiting_busy && h.rec().awaiting_outcome);
+}
+
+#[test]
+fn an_agent_offline_at_start_is_waited_for() {
+    let mut h = Harness::new(record());
+    h.feed(Event::Start { connected: false });
+    assert_eq!(h.rec().status, Status::Waiting);
+    assert!(
+        h.rec().reason.contains("not connected"),
+        "{}",
+        h.rec().reason
+    );
+    assert!(h.typed().is_empty());
+    h.model.push_back(Ok(GOOD.into()));
+    h.feed(Event::AgentConnected);
+    assert_eq!(h.rec().status, Status::Running);
+    assert_eq!(h.typed(), [GOOD]);
+}
+
+#[test]
+fn a_refused_answer_is_regenerated_then_the_plan_step_is_used() {
+    let mut h = Harness::new(record());
+    for _ in 0..3 {
+        h.model
+            .push_back(Ok("rm -rf / and force push to main".into()));
+    }
+    started(&mut h);
+    let t = &h.turns()[0];
+    assert_eq!(t.source, TurnSource::Plan);
+    assert_eq!(h.typed(), ["Add a GET /health route that returns ok"]);
+    assert_eq!(h.rec().gated, 3);
+    assert_eq!(t.gate.len(), 4, "{:?}", t.gate);
+    assert!(h
+        .rec()
+        .rejections
+        .contains_key(&karl_common::gate::Rule::Destructive));
+}
+
+#[test]
+fn a_model_error_falls_back_to_the_plan_at_once() {
+    let mut h = Harness::new(record());
+    h.model.push_back(Err("connection refused".into()));
+    started(&mut h);
+    assert_eq!(h.turns()[0].source, TurnSource::Plan);
+    assert_eq!(h.rec().model_errors, 1);
+}
+
+#[test]
+fn a_turn_that_cannot_be_recorded_is_never_typed() {
+    let mut h = Harness::new(record());
+    h.model.push_back(Ok(GOOD.into()));
+    h.commit_error = Some("No space left on device".into());
+    started(&mut h);
+    assert!(h.typed().is_empty());
+    assert_eq!(h.rec().status, Status::Failed);
+    assert!(
+        h.rec().reason.contains("No space left"),
+        "{}",
+        h.rec().reason
+    );
+    assert!(h.released());
+}
+
+#[test]
+fn a_refused_injection_escalates_and_blocks_the_turn() {
+    let mut h = Harness::new(record());
+    h.model.push_back(Ok(GOOD.into()));
+    h.inject.push_back(Ok(pb::InjectResult {
+        outcome: pb::InjectOutcome::Refused as i32,
+        reason: "a human is typing in the pane".into(),
+        ..Default::default()
+    }));
+    started(&mut h);
+    let t = &h.turns()[0];
+    assert_eq!(
+        (t.inject, t.outcome),
+        (InjectStatus::Refused, TurnOutcome::Blocked)
+    );
+    assert_eq!(t.reason, "a human is typing in the pane");
+    assert_eq!(h.rec().status, Status::Escalated);
+    assert!(h.rec().inject_hash.is_empty());
+    assert_eq!(h.audits(AuditKind::Refused).len(), 1);
+}
+
+#[test]
+fn the_turn_is_judged_on_the_next_settled_screen_and_the_next_one_fires() {
+    let mut h = Harness::new(record());
+    h.model.push_back(Ok(GOOD.into()));
+    started(&mut h);
+    h.show(WORKING);
+    assert_eq!(h.turns()[0].outcome, TurnOutcome::Pending);
+    h.model.push_back(Ok(
+        "Write a test for GET /health in tests/health.rs and run it".into(),
+    ));
+    h.show(IDLE);
+    let turns = h.turns();
+    assert_eq!(turns[0].outcome, TurnOutcome::Progress);
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    assert_eq!(h.rec().stalled, 0);
+}
+
+#[test]
+fn a_snapshot_from_before_our_typing_is_never_acted_on() {
+    let mut h = Harness::new(record());
+    h.model.push_back(Ok(GOOD.into()));
+    started(&mut h);
+    let typed_at = h.rec().typed_at_seq;
+    assert!(typed_at > 0);
+    // Late: the idle pane from before the prompt went in, with the seq it had then.
+    let stale = snapshot(IDLE, typed_at);
+    h.model
+        .push_back(Ok("Run cargo test and fix what fails".into()));
+    h.feed(Event::Snapshot(stale));
+    assert_eq!(h.typed().len(), 1, "typed again on a stale screen");
+    assert_eq!(h.turns()[0].outcome, TurnOutcome::Pending);
+}
+
+#[test]
+fn pause_holds_every_action_until_resume() {
+    let mut rec = record();
+    rec.permissions = PermissionPolicy::ApproveSafe;
+    let mut h = Harness::new(rec);
+    h.screen = snapshot(WORKING, 1);
+    started(&mut h);
+    h.feed(Event::Operator(super::super::Command::Pause));
+    assert_eq!(h.rec().status, Status::Paused);
+    for screen in [PERMISSION, DIALOG, EXITED, LIMITED, IDLE] {
+        h.show(screen);
+        assert_eq!(h.rec().status, Status::Paused, "after {screen}");
+    }
+    h.feed(Event::AgentDisconnected);
+    assert_eq!(h.rec().status, Status::Paused);
+    assert!(
+        h.typed().is_empty() && h.keys().is_empty(),
+        "{:?}",
+        h.effects
+    );
+    h.model.push_back(Ok(GOOD.into()));
+    h.feed(Event::Operator(super::super::Command::Resume));
+    assert_eq!(h.rec().status, Status::Running, "{}", h.rec().reason);
+    assert_eq!(h.typed(), [GOOD], "resume acts on the last screen");
+}
+
+#[test]
+fn approve_safe_answers_by_label_after_seeing_the_selection() {
+    let mut rec = record();
+    rec.permissions = PermissionPolicy::ApproveSafe;
+    let mut h = Harness::new(rec);
+    h.screen = snapshot(PERMISSION, 1);
+    started(&mut h);
+    assert_eq!(h.keys(), [vec!["Enter".to_string()]]);
+    let a = h.audits(AuditKind::Permission);
+    assert_eq!(a.len(), 1);
+    assert!(
+        a[0].detail.starts_with("approved by policy"),
+        "{}",
+        a[0].detail
+    );
+    assert!(h.rec().pending_permission.is_none());
+}
+
+#[test]
+fn a_selection_that_never_lands_escalates_without_pressing_enter() {
+    let mut rec = record();
+    rec.permissions = PermissionPolicy::Deny;
+    let mut h = Harness::new(rec);
+    // The pane keeps showing the selection where it was.
+    h.screen = snapshot(PERMISSION, 1);
+    started(&mut h);
+    let keys = h.keys();
+    assert_eq!(keys.len(), 1, "moves only, no Enter: {keys:?}");
+    assert!(keys[0].iter().all(|k| k == "Down"), "{keys:?}");
+    assert_eq!(h.rec().status, Status::Escalated);
+    assert!(
+        h.rec().reason.contains("did not reach"),
+        "{}",
+        h.rec().reason
+    );
+    assert!(h.now - T0 >= super::super::permission::SELECTION_TIMEOUT_MS);
+}
+
+#[test]
+fn a_usage_limit_waits_and_looks_again_a_minute_later() {
+    let mut h = Harness::new(record());
+    h.screen = snapshot(LIMITED, 1);
+    started(&mut h);
+    assert_eq!(h.rec().status, Status::Waiting);
+    assert!(
+        h.rec().reason.starts_with("usage limit reached"),
+        "{}",
+        h.rec().reason
+    );
+    let captures = |h: &Harness| {
+        h.effects
+            .iter()
+            .filter(|e| matches!(e, Effect::Capture))
+            .count()
+    };
+    let before = captures(&h);
+    h.advance(59_000);
+    assert_eq!(captures(&h), before);
+    h.screen = snapshot(IDLE, 9);
+    h.model.push_back(Ok(GOOD.into()));
+    h.advance(1_000);
+    assert_eq!(captures(&h), before + 1);
+    assert_eq!(h.rec().status, Status::Running);
+    assert_eq!(h.typed(), [GOOD]);
+}
+
+#[test]
+fn an_exited_agent_is_restarted_when_configured_else_escalated() {
+    let mut h = Harness::new(record());
+    h.screen = snapshot(WORKING, 1);
+    started(&mut h);
+    h.show(EXITED);
+    assert_eq!(h.rec().status, Status::Escalated);
+    assert!(h.typed().is_empty());
+
+    let cfg = EngineConfig {
+        restart_command: Some("claude --continue".into()),
+        ..EngineConfig::default()
+    };
+    let mut h = Harness::with(record(), cfg);
+    h.screen = snapshot(WORKING, 1);
+    started(&mut h);
+    h.show(EXITED);
+    assert_eq!(h.typed(), ["claude --continue"]);
+    assert_eq!(h.audits(AuditKind::Restart).len(), 1);
+    assert_eq!(h.rec().status, Status::Running);
+}
+
+#[test]
+fn a_closed_pane_fails_the_session_and_frees_the_pane() {
+    let mut h = Harness::new(record());
+    h.screen = snapshot(WORKING, 1);
+    started(&mut h);
+    h.feed(Event::PaneClosed);
+    assert_eq!(h.rec().status, Status::Failed);
+    assert!(h.released());
+    assert_eq!(h.audits(AuditKind::Session).len(), 1);
+}
+
+#[test]
+fn a_dry_run_records_turns_paced_by_settle_time_and_types_nothing() {
+    let mut rec = record();
+    rec.dry_run = true;
+    rec.max_turns = 3;
+    let mut h = Harness::new(rec);
+    for _ in 0..3 {
+        h.model.push_back(Ok(GOOD.into()));
+    }
+    started(&mut h);
+    assert_eq!(h.turns().len(), 1);
+    h.advance(500);
+    assert_eq!(h.turns().len(), 1, "paced");
+    for _ in 0..8 {
+        h.advance(1_000);
+    }
+    assert!(h.typed().is_empty());
+    assert!(h.turns().iter().all(|t| t.inject == InjectStatus::DryRun));
+    assert_eq!(h.rec().status, Status::Done, "{}", h.rec().reason);
+    assert!(h.released());
+}
+
+#[test]
+fn a_watch_the_agent_refuses_fails_and_one_it_cannot_reach_waits() {
+    let mut h = Harness::new(record());
+    h.watch = Err(CallError {
+        fatal: true,
+        message: "no pane %1".into(),
+    });
+    started(&mut h);
+    assert_eq!(h.rec().status, Status::Failed);
+    let mut h = Harness::new(record());
+    h.watch = Err(CallError {
+        fatal: false,
+        message: "timed out".into(),
+    });
+    started(&mut h);
+    assert_eq!(h.rec().status, Status::Waiting);
+    assert!(!h.released());
+}

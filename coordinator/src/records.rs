@@ -1,0 +1,453 @@
+//! The durable records: what sled stores for a session, a turn and the audit log, with
+//! every status, state, source and outcome as an enum (plain data, no IO).
+//!
+//! The wire forms live in [`crate::wire`]; the store in [`crate::store`] only knows keys
+//! and JSON. Not here: what the engine does with a record ([`crate::engine`]).
+
+use std::collections::BTreeMap;
+
+use karl_common::detect::{AgentKind, PaneState, PermissionRequest};
+use karl_common::gate::Rule;
+use serde::{Deserialize, Serialize};
+
+use crate::context::{Digest, Outcome, TaskGraph};
+
+/// Where a session stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    #[default]
+    Running,
+    Paused,
+    /// Waiting on something that resolves by itself (agent offline, usage limit, a busy pane).
+    Waiting,
+    /// Needs a human (dialog, permission under `escalate`, stuck, exited).
+    Escalated,
+    Done,
+    Stopped,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Paused => "paused",
+            Status::Waiting => "waiting",
+            Status::Escalated => "escalated",
+            Status::Done => "done",
+            Status::Stopped => "stopped",
+            Status::Failed => "failed",
+        }
+    }
+
+    /// A session that still owns its pane and may act.
+    pub fn is_live(self) -> bool {
+        matches!(
+            self,
+            Status::Running | Status::Paused | Status::Waiting | Status::Escalated
+        )
+    }
+}
+
+/// What to do when the agent asks for a tool permission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionPolicy {
+    #[default]
+    Escalate,
+    ApproveSafe,
+    Deny,
+}
+
+/// Where a typed prompt came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TurnSource {
+    /// The twin model's first answer.
+    #[default]
+    Model,
+    /// The model's answer after the gate refused an earlier one.
+    Regenerated,
+    /// The active task's plan step.
+    Plan,
+    /// A rotating escape prompt for the session's phase.
+    Escape,
+    /// Typed by the operator with `karl-ctl send`.
+    Manual,
+}
+
+impl TurnSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnSource::Model => "model",
+            TurnSource::Regenerated => "regenerated",
+            TurnSource::Plan => "plan",
+            TurnSource::Escape => "escape",
+            TurnSource::Manual => "manual",
+        }
+    }
+}
+
+/// How a turn ended, judged from the first settled snapshot after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TurnOutcome {
+    /// Not judged yet.
+    #[default]
+    Pending,
+    Progress,
+    Error,
+    Blocked,
+    Complete,
+}
+
+impl TurnOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnOutcome::Pending => "pending",
+            TurnOutcome::Progress => "progress",
+            TurnOutcome::Error => "error",
+            TurnOutcome::Blocked => "blocked",
+            TurnOutcome::Complete => "complete",
+        }
+    }
+
+    /// The judged outcome, for the digest (`None` while pending).
+    pub fn judged(self) -> Option<Outcome> {
+        match self {
+            TurnOutcome::Pending => None,
+            TurnOutcome::Progress => Some(Outcome::Progress),
+            TurnOutcome::Error => Some(Outcome::Error),
+            TurnOutcome::Blocked => Some(Outcome::Blocked),
+            TurnOutcome::Complete => Some(Outcome::Complete),
+        }
+    }
+}
+
+impl From<Outcome> for TurnOutcome {
+    fn from(o: Outcome) -> Self {
+        match o {
+            Outcome::Progress => TurnOutcome::Progress,
+            Outcome::Error => TurnOutcome::Error,
+            Outcome::Blocked => TurnOutcome::Blocked,
+            Outcome::Complete => TurnOutcome::Complete,
+        }
+    }
+}
+
+/// What became of typing a turn's prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum InjectStatus {
+    /// Committed, the agent not asked yet (or its answer not recorded).
+    #[default]
+    Pending,
+    /// Recorded only: a dry run types nothing.
+    DryRun,
+    Submitted,
+    SubmittedAfterRetry,
+    /// The agent would not type it (the turn's `reason` says why).
+    Refused,
+    /// Typing failed or its result is unknown (the turn's `reason` says why).
+    Failed,
+    /// The coordinator restarted before the agent confirmed it; never retyped.
+    Unconfirmed,
+}
+
+impl InjectStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InjectStatus::Pending => "pending",
+            InjectStatus::DryRun => "dry-run",
+            InjectStatus::Submitted => "submitted",
+            InjectStatus::SubmittedAfterRetry => "submitted-after-retry",
+            InjectStatus::Refused => "refused",
+            InjectStatus::Failed => "failed",
+            InjectStatus::Unconfirmed => "unconfirmed",
+        }
+    }
+
+    /// The prompt reached the pane and was submitted.
+    pub fn landed(self) -> bool {
+        matches!(
+            self,
+            InjectStatus::Submitted | InjectStatus::SubmittedAfterRetry
+        )
+    }
+}
+
+/// What an audit line records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuditKind {
+    /// A session started or ended.
+    Session,
+    /// A turn committed, before it is typed.
+    Intent,
+    /// A dry-run turn recorded.
+    DryRun,
+    /// A prompt typed.
+    Inject,
+    /// The agent refused or failed to type a turn.
+    Refused,
+    /// The gate blocked a manual send.
+    Blocked,
+    /// A manual send forced past the gate.
+    Forced,
+    /// A manual send that failed.
+    Failed,
+    /// A permission prompt answered (or not).
+    Permission,
+    Escalated,
+    /// Enter pressed once on our unsent prompt.
+    Enter,
+    /// The restart command typed after the agent exited.
+    Restart,
+}
+
+impl AuditKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditKind::Session => "session",
+            AuditKind::Intent => "intent",
+            AuditKind::DryRun => "dry-run",
+            AuditKind::Inject => "inject",
+            AuditKind::Refused => "refused",
+            AuditKind::Blocked => "blocked",
+            AuditKind::Forced => "forced",
+            AuditKind::Failed => "failed",
+            AuditKind::Permission => "permission",
+            AuditKind::Escalated => "escalated",
+            AuditKind::Enter => "enter",
+            AuditKind::Restart => "restart",
+        }
+    }
+}
+
+/// One line of the audit log: every injection, refusal and permission decision.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AuditEntry {
+    pub unix_ms: u64,
+    pub session: String,
+    pub machine: String,
+    pub pane: String,
+    pub kind: AuditKind,
+    pub text: String,
+    pub detail: String,
+}
+
+/// The durable record of one session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct SessionRecord {
+    pub id: String,
+    pub machine: String,
+    pub target: String,
+    pub pane_id: String,
+    pub project: String,
+    pub goal: String,
+    pub path: String,
+    pub tasks: TaskGraph,
+    /// Compressed older turns and milestones.
+    pub digest: Digest,
+    pub status: Status,
+    pub reason: String,
+    pub dry_run: bool,
+    pub max_turns: u32,
+    pub permissions: PermissionPolicy,
+    pub plan_only: bool,
+    pub auto_detect: bool,
+    /// Prompts typed (or, in dry run, recorded).
+    pub turns: u32,
+    /// Prompts the model offered that the gate refused.
+    pub gated: u32,
+    pub rejections: BTreeMap<Rule, u32>,
+    pub fallbacks: u32,
+    pub model_latencies_ms: Vec<u64>,
+    pub model_errors: u32,
+    /// The last 15 prompts, oldest first (the anti-repeat fence).
+    pub history: Vec<String>,
+    pub last_state: PaneState,
+    pub last_error: bool,
+    /// Stable hash of the pane when we last typed; a turn fires only after it changes.
+    pub inject_hash: String,
+    pub last_hash: String,
+    pub last_change_ms: u64,
+    pub inject_times_ms: Vec<u64>,
+    /// Consecutive turns after which the pane showed no progress.
+    pub stalled: u32,
+    /// A typed prompt whose turn has not been judged yet.
+    pub awaiting_outcome: bool,
+    /// We typed and the pane has not turned busy or changed yet.
+    pub awaiting_busy: bool,
+    pub enter_resent: bool,
+    pub pending_permission: Option<PermissionRequest>,
+    /// The escalation clears by itself once the pane is idle again (dialogs,
+    /// permissions, exits a human dealt with); stuck and stalled ones need `resume`.
+    pub auto_resume: bool,
+    /// The CLI the last snapshot showed.
+    pub agent_kind: AgentKind,
+    /// The agent CLI this session drives, from the first snapshot that named one
+    /// (`shell` for a plain shell pane). Unlike `agent_kind`, it does not follow the
+    /// screen: a shell prompt where Claude was means Claude exited.
+    pub driven_agent: Option<AgentKind>,
+    /// The pane's non-shell processes when the driven agent was first seen (e.g.
+    /// `["claude"]`): when none of them is left in the pane, the agent is gone whatever
+    /// its last frame on screen says.
+    pub agent_processes: Vec<String>,
+    /// A turn waits for the injection rate limit until this time (0 = not throttled).
+    pub throttled_until_ms: u64,
+    /// The pane's snapshot seq when our last typing finished: snapshots at or below it
+    /// show the pane from before and are not acted on. Reset when the watch restarts
+    /// (a new watch numbers its snapshots from 1).
+    pub typed_at_seq: u64,
+    pub unknown_since_ms: u64,
+    pub started_ms: u64,
+    pub updated_ms: u64,
+    pub escape_rotation: u32,
+    /// Where the last typed prompt came from.
+    pub last_source: Option<TurnSource>,
+}
+
+/// One turn as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct TurnRecord {
+    pub n: u32,
+    pub prompt: String,
+    pub source: TurnSource,
+    /// The gate's verdict lines for each candidate tried.
+    pub gate: Vec<String>,
+    pub model_latency_ms: u64,
+    pub prompt_tokens: u32,
+    pub pane_hash: String,
+    pub outcome: TurnOutcome,
+    pub inject: InjectStatus,
+    pub unix_ms: u64,
+    /// The pane state that fired the turn.
+    pub state: PaneState,
+    /// Why the injection was refused, failed or left unconfirmed.
+    pub reason: String,
+}
+
+impl TurnRecord {
+    /// `submitted`, `refused: the pane is busy`, … — the injection as one phrase.
+    pub fn inject_label(&self) -> String {
+        if self.reason.is_empty() {
+            self.inject.as_str().to_string()
+        } else {
+            format!("{}: {}", self.inject.as_str(), self.reason)
+        }
+    }
+}
+
+impl SessionRecord {
+    /// `{machine}/{pane_id}`: the key of the one-writer-per-pane lock.
+    pub fn pane_key(&self) -> String {
+        pane_key(&self.machine, &self.pane_id)
+    }
+
+    pub fn remember_prompt(&mut self, prompt: &str) {
+        self.history.push(prompt.to_string());
+        let excess = self.history.len().saturating_sub(15);
+        self.history.drain(..excess);
+    }
+
+    pub fn record_latency(&mut self, ms: u64) {
+        self.model_latencies_ms.push(ms);
+        let excess = self.model_latencies_ms.len().saturating_sub(500);
+        self.model_latencies_ms.drain(..excess);
+    }
+
+    /// Remembers an injection time (only the last minute's matter to the loop limit).
+    pub fn note_injection(&mut self, now_ms: u64) {
+        self.inject_times_ms
+            .retain(|t| now_ms.saturating_sub(*t) < karl_common::gate::limits::RATE_WINDOW_MS);
+        self.inject_times_ms.push(now_ms);
+    }
+
+    /// The end-of-session summary line(s).
+    pub fn end_summary(&self) -> String {
+        let mut lat = self.model_latencies_ms.clone();
+        lat.sort_unstable();
+        let pct = |p: f64| -> u64 {
+            if lat.is_empty() {
+                0
+            } else {
+                lat[((lat.len() - 1) as f64 * p).round() as usize]
+            }
+        };
+        let rejections = if self.rejections.is_empty() {
+            "none".to_string()
+        } else {
+            self.rejections
+                .iter()
+                .map(|(k, v)| format!("{} {v}", k.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        format!(
+            "{}: {} — turns {} of {}, gated {} (rejections: {}), fallbacks {}, model latency p50 {} ms / p95 {} ms, tasks done {}/{}",
+            self.status.as_str(),
+            if self.reason.is_empty() { "-" } else { &self.reason },
+            self.turns,
+            self.max_turns,
+            self.gated,
+            rejections,
+            self.fallbacks,
+            pct(0.5),
+            pct(0.95),
+            self.tasks.done_count(),
+            self.tasks.tasks.len()
+        )
+    }
+}
+
+pub fn pane_key(machine: &str, pane_id: &str) -> String {
+    format!("{machine}/{pane_id}")
+}
+
+/// Session ids: `{machine}_{pane}_{timestamp}` with the pane id's `%` dropped.
+pub fn session_id(machine: &str, pane_id: &str, unix_ms: u64) -> String {
+    format!("{machine}_{}_{unix_ms}", pane_id.trim_start_matches('%'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_summary() {
+        assert_eq!(session_id("mac2", "%3", 17), "mac2_3_17");
+        let mut s = SessionRecord {
+            max_turns: 5,
+            turns: 2,
+            model_latencies_ms: vec![100, 300, 200],
+            ..Default::default()
+        };
+        s.rejections.insert(Rule::NearRepeat, 2);
+        let line = s.end_summary();
+        assert!(line.contains("turns 2 of 5"), "{line}");
+        assert!(line.contains("p50 200 ms"), "{line}");
+        assert!(line.contains("near_repeat 2"), "{line}");
+    }
+
+    #[test]
+    fn enum_names_are_the_stored_names() {
+        for (s, name) in [
+            (
+                InjectStatus::SubmittedAfterRetry,
+                "\"submitted-after-retry\"",
+            ),
+            (InjectStatus::DryRun, "\"dry-run\""),
+        ] {
+            assert_eq!(serde_json::to_string(&s).ok().as_deref(), Some(name));
+            assert_eq!(format!("\"{}\"", s.as_str()), name);
+        }
+        assert_eq!(
+            serde_json::to_string(&AuditKind::DryRun).ok().as_deref(),
+            Some("\"dry-run\"")
+        );
+    }
+}
