@@ -9,6 +9,17 @@
 //! that rejects force pushes") is decided in `destructive`, for commands and words alike.
 
 use super::commands::{is_artifact_name, is_system_path, Hit};
+use super::lexicon::{
+    Classes, DETERMINERS, HEAD_BRANCH, HEAD_CHANGES, HEAD_CODE, HEAD_COLLECTION, HEAD_COMMITS,
+    HEAD_COMPUTE, HEAD_DATA, HEAD_DIR, HEAD_ENTITIES, HEAD_ENV, HEAD_EVERYTHING, HEAD_FILES,
+    HEAD_HISTORY, HEAD_INFRA, HEAD_LOGS, HEAD_PROCESS, HEAD_REPO, HEAD_ROWS, HEAD_SCHEMA,
+    HEAD_STORE, HEAD_TABLE, HEAD_TAGS, INTENT_BOUNDING, INTENT_DB, INTENT_DEVICES, INTENT_DISCARD,
+    INTENT_DOCS, INTENT_DOWNLOADS, INTENT_ERASE, INTENT_FORMAT, INTENT_GIT, INTENT_KILL,
+    INTENT_MASS, INTENT_NOUN_MARKERS, INTENT_OVERWRITE, INTENT_OWN_WORK, INTENT_PLACE_PREPS,
+    INTENT_REMOTE, INTENT_RESET, INTENT_RESET_TARGETS, INTENT_REWRITE, INTENT_SAFE,
+    INTENT_SHARED_BRANCH, INTENT_SHARED_COMMITS, INTENT_SHARED_HISTORY, INTENT_SHARED_TAGS,
+    INTENT_SHELLS, INTENT_STRONG, INTENT_VALUABLE, INTENT_VALUABLE_DIRS, PHRASE_ENDS,
+};
 use super::words::{self, Break, Form, Words};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,20 +39,20 @@ enum Verb {
     Format,
 }
 
+/// Destructive verbs by class.
+static VERBS: Classes<Verb> = Classes::new(&[
+    (&INTENT_STRONG, Verb::Strong),
+    (&INTENT_ERASE, Verb::Erase),
+    (&INTENT_DISCARD, Verb::Discard),
+    (&INTENT_KILL, Verb::Kill),
+    (&INTENT_RESET, Verb::Reset),
+    (&INTENT_REWRITE, Verb::Rewrite),
+    (&INTENT_OVERWRITE, Verb::Overwrite),
+    (&INTENT_FORMAT, Verb::Format),
+]);
+
 fn verb_class(lemma: &str) -> Option<Verb> {
-    Some(match lemma {
-        "wipe" | "erase" | "nuke" | "destroy" | "obliterate" | "purge" | "trash" | "zap"
-        | "annihilate" | "shred" | "scrub" => Verb::Strong,
-        "delete" | "remove" | "drop" | "truncate" | "empty" | "clear" | "flush" | "eliminate"
-        | "scrap" | "ditch" => Verb::Erase,
-        "discard" | "lose" => Verb::Discard,
-        "kill" | "terminate" | "decommission" | "deprovision" => Verb::Kill,
-        "reset" => Verb::Reset,
-        "rewrite" | "squash" | "rebase" => Verb::Rewrite,
-        "overwrite" | "clobber" => Verb::Overwrite,
-        "format" | "reformat" | "repartition" => Verb::Format,
-        _ => return None,
-    })
+    VERBS.get(lemma)
 }
 
 /// What an object's head noun names.
@@ -71,6 +82,32 @@ enum Head {
     Everything,
 }
 
+/// Head nouns by what they name, in the order they are tried.
+static HEADS: Classes<Head> = Classes::new(&[
+    (&HEAD_STORE, Head::Store),
+    (&HEAD_REPO, Head::Repo),
+    (&HEAD_INFRA, Head::Infra),
+    (&HEAD_TABLE, Head::Table),
+    (&HEAD_COLLECTION, Head::Collection),
+    (&HEAD_SCHEMA, Head::Schema),
+    (&HEAD_HISTORY, Head::History),
+    (&HEAD_COMMITS, Head::Commits),
+    (&HEAD_CHANGES, Head::Changes),
+    (&HEAD_BRANCH, Head::Branch),
+    (&HEAD_TAGS, Head::Tags),
+    (&HEAD_PROCESS, Head::Process),
+    (&HEAD_COMPUTE, Head::Compute),
+    (&HEAD_ENV, Head::Env),
+    (&HEAD_ROWS, Head::Rows),
+    (&HEAD_ENTITIES, Head::Entities),
+    (&HEAD_FILES, Head::Files),
+    (&HEAD_DATA, Head::Data),
+    (&HEAD_CODE, Head::Code),
+    (&HEAD_LOGS, Head::Logs),
+    (&HEAD_DIR, Head::Dir),
+    (&HEAD_EVERYTHING, Head::Everything),
+]);
+
 fn singular(w: &str) -> &str {
     if w.len() > 4 && (w.ends_with("sses") || w.ends_with("ches") || w.ends_with("shes")) {
         return &w[..w.len() - 2];
@@ -87,240 +124,31 @@ fn singular(w: &str) -> &str {
 }
 
 fn head_kind(w: &str) -> Option<Head> {
-    let s = singular(w);
-    Some(match s {
-        "database" | "db" | "bucket" | "disk" | "drive" | "partition" | "filesystem"
-        | "keyspace" | "backup" | "volume" | "datastore" | "datacenter" => Head::Store,
-        "repo" | "repository" | "repositories" | "codebase" | ".git" => Head::Repo,
-        "namespace" | "cluster" | "infrastructure" | "infra" => Head::Infra,
-        "table" => Head::Table,
-        "collection" => Head::Collection,
-        "schema" => Head::Schema,
-        "history" | "histories" => Head::History,
-        "commit" => Head::Commits,
-        "change" | "work" | "edit" | "modification" => Head::Changes,
-        "branch" => Head::Branch,
-        "tag" => Head::Tags,
-        "process" => Head::Process,
-        "instance" | "server" | "machine" | "vm" | "host" | "node" | "container" | "pod"
-        | "deployment" | "service" | "droplet" | "image" | "lambda" | "function" => Head::Compute,
-        "stack" | "environment" | "env" | "account" | "project" | "org" | "organization"
-        | "subscription" | "resource" | "vpc" => Head::Env,
-        "row" | "record" | "entry" | "entries" | "document" | "object" | "key" | "item" => {
-            Head::Rows
-        }
-        "user" | "customer" | "order" | "payment" | "message" | "email" | "invoice" | "post"
-        | "comment" | "upload" | "transaction" | "secret" | "credential" => Head::Entities,
-        "file" => Head::Files,
-        "data" | "dataset" => Head::Data,
-        "code" | "source" | "sources" => Head::Code,
-        "log" => Head::Logs,
-        "directory" | "directories" | "folder" | "dir" => Head::Dir,
-        "everything" | "anything" => Head::Everything,
-        _ => return None,
-    })
+    HEADS.get(singular(w))
 }
 
 /// Modifiers that make an object disposable.
 fn is_safe(w: &str) -> bool {
-    matches!(
-        w,
-        "test"
-            | "tests"
-            | "testing"
-            | "unit"
-            | "mock"
-            | "mocked"
-            | "fake"
-            | "dummy"
-            | "sample"
-            | "example"
-            | "temp"
-            | "temporary"
-            | "tmp"
-            | "scratch"
-            | "in-memory"
-            | "inmemory"
-            | "memory"
-            | "ephemeral"
-            | "sandbox"
-            | "fixture"
-            | "fixtures"
-            | "cache"
-            | "cached"
-            | "e2e"
-            | "stub"
-            | "local-only"
-    )
+    INTENT_SAFE.contains(w)
 }
 
 /// Modifiers that narrow "all X" to some X.
 fn is_bounding(w: &str) -> bool {
-    is_safe(w)
-        || matches!(
-            w,
-            "unused"
-                | "stale"
-                | "expired"
-                | "old"
-                | "older"
-                | "obsolete"
-                | "deprecated"
-                | "orphaned"
-                | "orphan"
-                | "dangling"
-                | "duplicate"
-                | "duplicated"
-                | "duplicates"
-                | "empty"
-                | "generated"
-                | "leftover"
-                | "dead"
-                | "commented-out"
-                | "broken"
-                | "failed"
-                | "failing"
-                | "intermediate"
-                | "unreferenced"
-                | "redundant"
-                | "extra"
-                | "unnecessary"
-                | "outdated"
-                | "merged"
-                | "inactive"
-                | "invalid"
-                | "archived"
-                | "soft-deleted"
-                | "unneeded"
-                | "previous"
-                | "trailing"
-                | "blank"
-                | "debug"
-                | "spam"
-                | "unverified"
-                | "abandoned"
-                | "whose"
-                | "where"
-                | "matching"
-                | "than"
-                | "created"
-                | "marked"
-                | "flagged"
-                | "without"
-                | "that"
-                | "which"
-                | "with"
-                | "before"
-                | "since"
-                | "last"
-                | "first"
-                | "oldest"
-                | "newest"
-                | "only"
-        )
+    is_safe(w) || INTENT_BOUNDING.contains(w)
 }
 
 /// Modifiers that say the object holds real, shared or remote data.
 fn is_valuable(w: &str) -> bool {
-    matches!(
-        w,
-        "production"
-            | "prod"
-            | "live"
-            | "customer"
-            | "customers"
-            | "customer's"
-            | "real"
-            | "main"
-            | "master"
-            | "primary"
-            | "shared"
-            | "remote"
-            | "origin"
-            | "upstream"
-            | "audit"
-            | "audit_log"
-            | "billing"
-            | "payment"
-            | "payments"
-            | "financial"
-            | "s3"
-            | "ec2"
-            | "rds"
-            | "gcs"
-            | "github"
-            | "gitlab"
-            | "kubernetes"
-            | "k8s"
-            | "aws"
-            | "gcp"
-            | "azure"
-            | "cloud"
-            | "entire"
-            | "whole"
-            | "published"
-            | "pushed"
-            | "released"
-            | "release"
-            | "trunk"
-            | "develop"
-            | "default"
-            | "protected"
-    )
+    INTENT_VALUABLE.contains(w)
 }
 
 fn is_db_word(w: &str) -> bool {
-    matches!(
-        w,
-        "database"
-            | "databases"
-            | "db"
-            | "sql"
-            | "postgres"
-            | "postgresql"
-            | "mysql"
-            | "sqlite"
-            | "mongo"
-            | "mongodb"
-            | "dynamo"
-            | "dynamodb"
-            | "firestore"
-            | "schema"
-            | "rows"
-            | "records"
-            | "production"
-            | "prod"
-            | "migration"
-            | "redis"
-            | "cassandra"
-            | "bigquery"
-            | "snowflake"
-    )
+    INTENT_DB.contains(w)
 }
 
 fn is_docs_word(w: &str) -> bool {
-    matches!(
-        w,
-        "readme"
-            | "readme.md"
-            | "markdown"
-            | "docs"
-            | "documentation"
-            | "html"
-            | "page"
-            | "ui"
-            | "component"
-            | "layout"
-            | "css"
-            | "report"
-            | "table of contents"
-            | "changelog"
-            | "wiki"
-            | "slide"
-            | "tui"
-            | "view"
-            | "template"
-    ) || w.ends_with(".md")
+    INTENT_DOCS.contains(w)
+        || w.ends_with(".md")
         || w.ends_with(".html")
         || w.ends_with(".tsx")
         || w.ends_with(".jsx")
@@ -328,23 +156,7 @@ fn is_docs_word(w: &str) -> bool {
 }
 
 fn is_git_word(w: &str) -> bool {
-    matches!(
-        w,
-        "git"
-            | "commit"
-            | "commits"
-            | "repo"
-            | "repository"
-            | "branch"
-            | "main"
-            | "master"
-            | "origin"
-            | "remote"
-            | "upstream"
-            | "github"
-            | "trunk"
-            | "develop"
-    ) || w.starts_with("origin/")
+    INTENT_GIT.contains(w) || w.starts_with("origin/")
 }
 
 /// A noun phrase: token indexes of its words, with the quantifier noted.
@@ -390,7 +202,7 @@ fn noun_phrase(w: &Words, from: usize) -> Np {
             continue;
         }
         if np.words.is_empty()
-            && (words::DETERMINERS.contains(lw) || matches!(lw, "also" | "even" | "just" | "too"))
+            && (DETERMINERS.contains(lw) || matches!(lw, "also" | "even" | "just" | "too"))
         {
             k += 1;
             continue;
@@ -401,7 +213,7 @@ fn noun_phrase(w: &Words, from: usize) -> Np {
             k += 1;
             break;
         }
-        if words::PHRASE_ENDS.contains(lw) || words::DETERMINERS.contains(lw) {
+        if PHRASE_ENDS.contains(lw) || DETERMINERS.contains(lw) {
             break;
         }
         // "every process running on …", "instances tagged staging": a participle after
@@ -444,25 +256,7 @@ pub(crate) fn scan(w: &Words, hits: &mut Vec<Hit>) {
             continue;
         }
         // "the delete button", "a soft delete", "on delete": a noun, not a request.
-        if i > 0
-            && w.toks[i].brk == Break::None
-            && matches!(
-                w.lower(i - 1),
-                "a" | "an"
-                    | "the"
-                    | "this"
-                    | "that"
-                    | "soft"
-                    | "hard"
-                    | "its"
-                    | "on"
-                    | "no"
-                    | "cascade"
-                    | "for"
-                    | "of"
-                    | "whose"
-            )
-        {
+        if i > 0 && w.toks[i].brk == Break::None && INTENT_NOUN_MARKERS.contains(w.lower(i - 1)) {
             continue;
         }
         let next = w.lower(i + 1);
@@ -529,10 +323,7 @@ fn place(w: &Words, at: usize) -> Option<Np> {
         return None;
     }
     let lw = w.lower(at);
-    if !matches!(
-        lw,
-        "in" | "on" | "from" | "of" | "across" | "inside" | "at" | "under" | "within" | "for"
-    ) {
+    if !INTENT_PLACE_PREPS.contains(lw) {
         return None;
     }
     let np = noun_phrase(w, at + 1);
@@ -606,21 +397,7 @@ fn special_phrase(w: &Words, i: usize, lw: &str) -> Option<String> {
             start: w.clause_start(i),
             end: w.clause_end(i),
         };
-        let mass = c.any(|t| {
-            matches!(
-                t,
-                "every"
-                    | "all"
-                    | "entire"
-                    | "whole"
-                    | "system"
-                    | "everything"
-                    | "recursively"
-                    | "/"
-                    | "home"
-                    | "filesystem"
-            )
-        });
+        let mass = c.any(|t| INTENT_MASS.contains(t));
         if mass {
             return Some("makes everything world-writable".to_string());
         }
@@ -636,31 +413,9 @@ fn pipe_to_shell(w: &Words, i: usize) -> Option<String> {
     };
     let into_shell = (i + 1..c.end).any(|k| {
         matches!(w.lower(k), "into" | "to" | "through" | "straight")
-            && (k + 1..(k + 4).min(c.end)).any(|m| {
-                matches!(
-                    w.lower(m),
-                    "bash" | "sh" | "zsh" | "shell" | "sudo" | "python" | "interpreter" | "iex"
-                )
-            })
+            && (k + 1..(k + 4).min(c.end)).any(|m| INTENT_SHELLS.contains(w.lower(m)))
     });
-    let download = c.any(|t| {
-        matches!(
-            t,
-            "internet"
-                | "url"
-                | "curl"
-                | "wget"
-                | "download"
-                | "downloaded"
-                | "remote"
-                | "online"
-                | "web"
-                | "website"
-                | "installer"
-                | "script"
-                | "gist"
-        ) || t.starts_with("http")
-    });
+    let download = c.any(|t| INTENT_DOWNLOADS.contains(t) || t.starts_with("http"));
     (into_shell && download).then(|| "pipes a downloaded script into a shell".to_string())
 }
 
@@ -742,28 +497,7 @@ fn judge(
 
     match verb {
         Verb::Reset => {
-            let target = mods.iter().any(|m| {
-                matches!(
-                    *m,
-                    "branch"
-                        | "repo"
-                        | "repository"
-                        | "head"
-                        | "tree"
-                        | "worktree"
-                        | "workspace"
-                        | "checkout"
-                        | "clone"
-                        | "main"
-                        | "master"
-                        | "changes"
-                        | "work"
-                        | "everything"
-                        | "history"
-                        | "database"
-                        | "db"
-                )
-            });
+            let target = mods.iter().any(|m| INTENT_RESET_TARGETS.contains(m));
             let to_remote = clause.any(|t| {
                 t.starts_with("origin/") || t.starts_with("upstream/") || t.starts_with("head~")
             });
@@ -773,26 +507,12 @@ fn judge(
             // Rewriting local work is ordinary; rewriting what others share is not.
             // "rebase X on main": main is the base, not what is rewritten.
             let place: &[&str] = if lemma == "rebase" { &[] } else { &pp_words };
-            let shared = mods.iter().chain(place.iter()).chain(tail.iter()).any(|m| {
-                matches!(
-                    *m,
-                    "main"
-                        | "master"
-                        | "trunk"
-                        | "develop"
-                        | "remote"
-                        | "origin"
-                        | "upstream"
-                        | "published"
-                        | "pushed"
-                        | "shared"
-                        | "production"
-                        | "release"
-                        | "entire"
-                        | "whole"
-                        | "git"
-                ) || m.starts_with("origin/")
-            }) || obj.quant;
+            let shared = mods
+                .iter()
+                .chain(place.iter())
+                .chain(tail.iter())
+                .any(|m| INTENT_SHARED_HISTORY.contains(m) || m.starts_with("origin/"))
+                || obj.quant;
             let hit = match kind {
                 Some(Head::History) => git_ctx,
                 Some(Head::Commits) | Some(Head::Branch) => shared,
@@ -801,35 +521,16 @@ fn judge(
             return (hit && !safe).then(|| format!("{lemma} shared git history"));
         }
         Verb::Overwrite => {
-            let remote = mods.iter().chain(pp_words.iter()).any(|m| {
-                matches!(
-                    *m,
-                    "remote"
-                        | "origin"
-                        | "upstream"
-                        | "main"
-                        | "master"
-                        | "history"
-                        | "production"
-                        | "prod"
-                ) || m.starts_with("origin/")
-            });
+            let remote = mods
+                .iter()
+                .chain(pp_words.iter())
+                .any(|m| INTENT_REMOTE.contains(m) || m.starts_with("origin/"));
             return remote.then(|| format!("overwrite {head}"));
         }
         Verb::Format => {
-            return matches!(
-                singular(head),
-                "disk"
-                    | "drive"
-                    | "partition"
-                    | "volume"
-                    | "ssd"
-                    | "hdd"
-                    | "card"
-                    | "usb"
-                    | "filesystem"
-            )
-            .then(|| format!("format a {head}"));
+            return INTENT_DEVICES
+                .contains(singular(head))
+                .then(|| format!("format a {head}"));
         }
         Verb::Kill => {
             return match kind {
@@ -889,39 +590,12 @@ fn judge(
         }
         Head::Schema => (db_ctx || valuable || strong) && !safe,
         Head::History => git_ctx && !safe,
-        Head::Commits => {
-            (obj.quant
-                || clause.any(|t| {
-                    matches!(
-                        t,
-                        "main"
-                            | "master"
-                            | "remote"
-                            | "origin"
-                            | "upstream"
-                            | "published"
-                            | "pushed"
-                            | "shared"
-                            | "trunk"
-                    )
-                }))
-                && !safe
-        }
+        Head::Commits => (obj.quant || clause.any(|t| INTENT_SHARED_COMMITS.contains(t))) && !safe,
         Head::Changes => {
-            let work_words = mods.iter().chain(tail.iter()).any(|m| {
-                matches!(
-                    *m,
-                    "uncommitted"
-                        | "local"
-                        | "unstaged"
-                        | "unsaved"
-                        | "working"
-                        | "my"
-                        | "our"
-                        | "pending"
-                        | "staged"
-                )
-            });
+            let work_words = mods
+                .iter()
+                .chain(tail.iter())
+                .any(|m| INTENT_OWN_WORK.contains(m));
             let discard = verb == Verb::Discard || strong;
             !safe && (discard || work_words || (obj.quant && git_ctx))
         }
@@ -930,24 +604,7 @@ fn judge(
                 .iter()
                 .chain(pp_words.iter())
                 .chain(tail.iter())
-                .any(|m| {
-                    matches!(
-                        *m,
-                        "main"
-                            | "master"
-                            | "trunk"
-                            | "develop"
-                            | "production"
-                            | "prod"
-                            | "release"
-                            | "remote"
-                            | "origin"
-                            | "default"
-                            | "protected"
-                            | "shared"
-                            | "upstream"
-                    )
-                });
+                .any(|m| INTENT_SHARED_BRANCH.contains(m));
             (shared || (obj.quant && !bounded)) && !safe
         }
         Head::Tags => {
@@ -955,12 +612,7 @@ fn judge(
                 .iter()
                 .chain(pp_words.iter())
                 .chain(tail.iter())
-                .any(|m| {
-                    matches!(
-                        *m,
-                        "remote" | "origin" | "published" | "release" | "upstream"
-                    )
-                });
+                .any(|m| INTENT_SHARED_TAGS.contains(m));
             (shared || obj.quant && !bounded) && !safe
         }
         Head::Process => obj.quant,
@@ -973,30 +625,7 @@ fn judge(
             let scoped_away = artifact_place;
             !safe && !bounded && !scoped_away && (obj.quant || valuable || strong || from_store)
         }
-        Head::Dir => {
-            mods.iter().any(|m| {
-                matches!(
-                    *m,
-                    "home"
-                        | "root"
-                        | ".git"
-                        | "git"
-                        | "source"
-                        | "src"
-                        | "project"
-                        | "repo"
-                        | "data"
-                        | "system"
-                        | "entire"
-                        | "whole"
-                        | "user"
-                        | "users"
-                        | "documents"
-                        | "backup"
-                        | "backups"
-                )
-            }) && !safe
-        }
+        Head::Dir => mods.iter().any(|m| INTENT_VALUABLE_DIRS.contains(m)) && !safe,
     };
     if !hit {
         return None;
