@@ -7,6 +7,11 @@
 //! rules that are not commands live here too: SQL statements, Mongo and Redis calls, migration
 //! tasks (`db:drop`) and fork bombs. Plain-language requests are judged in `intent`; whether
 //! the surrounding prose negates or guards a finding is decided in `destructive`.
+//!
+//! Here: finding command names (`judge_command`), the compiled command table and its generic
+//! judgements (`judge`), and one named judgement per tool (`rm`, `git`, `kubectl` …). Not
+//! here: which programs are judged and the words around commands (`rules/commands.toml`),
+//! shell lexing (`shell`).
 
 use super::shell::{self, Command, Lexed, Link};
 use std::sync::LazyLock;
@@ -255,19 +260,7 @@ fn judge_command(
                 sub_names: names,
             };
             if let Some(detail) = judge(&call) {
-                let start = cmd.words[i].start;
-                let end = cmd
-                    .words
-                    .get(i + call.args.len())
-                    .or(cmd.words.last())
-                    .map(|w| w.end)
-                    .unwrap_or(cmd.words[i].end);
-                hits.push(Hit {
-                    detail,
-                    start: base + start,
-                    end: base + end.max(start),
-                    command: true,
-                });
+                push_call_hit(cmd, i, call.args.len(), base, detail, hits);
             }
         }
         cmd_pos &= is_wrapper(name)
@@ -277,6 +270,11 @@ fn judge_command(
                 .all(|c| c.is_ascii_digit() || c == 's' || c == 'm');
         via_xargs |= name == "xargs";
     }
+    disk_redirects(cmd, base, hits);
+}
+
+/// `> /dev/sda`: a redirect straight onto a disk device.
+fn disk_redirects(cmd: &Command, base: usize, hits: &mut Vec<Hit>) {
     for (op, target) in cmd.redirects.iter() {
         if op.contains('>') && is_disk_device(&clean(&target.text)) {
             hits.push(Hit {
@@ -287,6 +285,30 @@ fn judge_command(
             });
         }
     }
+}
+
+/// A finding on the command name at word `i` of `cmd`, spanning its `n_args` arguments.
+fn push_call_hit(
+    cmd: &Command,
+    i: usize,
+    n_args: usize,
+    base: usize,
+    detail: String,
+    hits: &mut Vec<Hit>,
+) {
+    let start = cmd.words[i].start;
+    let end = cmd
+        .words
+        .get(i + n_args)
+        .or(cmd.words.last())
+        .map(|w| w.end)
+        .unwrap_or(cmd.words[i].end);
+    hits.push(Hit {
+        detail,
+        start: base + start,
+        end: base + end.max(start),
+        command: true,
+    });
 }
 
 /// Tools (and tool nouns) whose `rm`, `kill`, `mv` … are their own subcommands.
@@ -657,8 +679,8 @@ fn rm(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
         .map(|t| format!("deletes {t}"))
 }
 
-fn git(args: &[&str]) -> Option<String> {
-    // Global options come before the subcommand; some take a value.
+/// Index of git's subcommand: global options come before it, and some take a value.
+fn git_subcommand(args: &[&str]) -> usize {
     let mut i = 0;
     while i < args.len() {
         let a = args[i];
@@ -670,29 +692,50 @@ fn git(args: &[&str]) -> Option<String> {
             break;
         }
     }
+    i
+}
+
+fn git_push(o: &Opts<'_>) -> Option<&'static str> {
+    let force = o.short('f')
+        || o.long("force")
+        || o.long_prefix("force-with-lease")
+        || o.long("force-if-includes");
+    let refspec = o
+        .operands()
+        .iter()
+        .any(|r| r.starts_with('+') || (r.starts_with(':') && r.len() > 1));
+    if force || refspec {
+        Some("git push --force rewrites remote history")
+    } else if o.long("mirror") {
+        Some("git push --mirror overwrites every remote ref")
+    } else if o.long("delete") || o.short('d') || o.long("prune") {
+        Some("git push deletes remote branches or tags")
+    } else {
+        None
+    }
+}
+
+fn git_branch(o: &Opts<'_>) -> Option<&'static str> {
+    let force_delete =
+        o.short('D') || ((o.short('d') || o.long("delete")) && (o.short('f') || o.long("force")));
+    let shared = o.operands().iter().any(|b| {
+        let b = b.trim_start_matches("origin/");
+        matches!(
+            b,
+            "main" | "master" | "trunk" | "develop" | "production" | "prod"
+        ) || b.starts_with("release")
+    });
+    (force_delete && shared).then_some("git branch -D deletes a shared branch")
+}
+
+fn git(args: &[&str]) -> Option<String> {
+    let i = git_subcommand(args);
     let sub = *args.get(i)?;
     let rest = &args[(i + 1).min(args.len())..];
     let o = Opts::new(rest);
     let found = match sub {
-        "push" => {
-            let force = o.short('f')
-                || o.long("force")
-                || o.long_prefix("force-with-lease")
-                || o.long("force-if-includes");
-            let refspec = o
-                .operands()
-                .iter()
-                .any(|r| r.starts_with('+') || (r.starts_with(':') && r.len() > 1));
-            if force || refspec {
-                Some("git push --force rewrites remote history")
-            } else if o.long("mirror") {
-                Some("git push --mirror overwrites every remote ref")
-            } else if o.long("delete") || o.short('d') || o.long("prune") {
-                Some("git push deletes remote branches or tags")
-            } else {
-                None
-            }
-        }
+        "push" => git_push(&o),
+        "branch" => git_branch(&o),
         "reset" => o
             .long("hard")
             .then_some("git reset --hard discards commits and uncommitted work"),
@@ -715,18 +758,6 @@ fn git(args: &[&str]) -> Option<String> {
             .then_some("git switch discards uncommitted changes"),
         "stash" => matches!(rest.first(), Some(&"clear") | Some(&"drop"))
             .then_some("git stash clear/drop deletes stashed work"),
-        "branch" => {
-            let force_delete = o.short('D')
-                || ((o.short('d') || o.long("delete")) && (o.short('f') || o.long("force")));
-            let shared = o.operands().iter().any(|b| {
-                let b = b.trim_start_matches("origin/");
-                matches!(
-                    b,
-                    "main" | "master" | "trunk" | "develop" | "production" | "prod"
-                ) || b.starts_with("release")
-            });
-            (force_delete && shared).then_some("git branch -D deletes a shared branch")
-        }
         "filter-branch" | "filter-repo" => Some("rewrites the repository's history"),
         "reflog" => (o.has("delete")
             || (o.has("expire") && (o.long_prefix("expire") || o.long("all"))))

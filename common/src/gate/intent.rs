@@ -7,18 +7,25 @@
 //! and "Drop table support" have heads that hold no data; "Drop all the tables in the
 //! production database" does. Whether the sentence negates or guards the request ("a hook
 //! that rejects force pushes") is decided in `destructive`, for commands and words alike.
+//!
+//! Here: finding a request ([`scan`]: the verb, its object list and place phrase), reading it
+//! once (`Request`) and one judgement per verb class (reset, rewrite, overwrite, format, kill,
+//! erase) and per head noun (tables, branches, changes, records …). Not here: the words
+//! themselves (`rules/words.toml`), commands (`commands`), negation and guards
+//! (`destructive`).
 
 use super::commands::{is_artifact_name, is_system_path, Hit};
 use super::lexicon::{
-    Classes, DETERMINERS, HEAD_BRANCH, HEAD_CHANGES, HEAD_CODE, HEAD_COLLECTION, HEAD_COMMITS,
-    HEAD_COMPUTE, HEAD_DATA, HEAD_DIR, HEAD_ENTITIES, HEAD_ENV, HEAD_EVERYTHING, HEAD_FILES,
-    HEAD_HISTORY, HEAD_INFRA, HEAD_LOGS, HEAD_PROCESS, HEAD_REPO, HEAD_ROWS, HEAD_SCHEMA,
-    HEAD_STORE, HEAD_TABLE, HEAD_TAGS, INTENT_BOUNDING, INTENT_DB, INTENT_DEVICES, INTENT_DISCARD,
-    INTENT_DOCS, INTENT_DOWNLOADS, INTENT_ERASE, INTENT_FORMAT, INTENT_GIT, INTENT_KILL,
-    INTENT_MASS, INTENT_NOUN_MARKERS, INTENT_OVERWRITE, INTENT_OWN_WORK, INTENT_PLACE_PREPS,
-    INTENT_REMOTE, INTENT_RESET, INTENT_RESET_TARGETS, INTENT_REWRITE, INTENT_SAFE,
-    INTENT_SHARED_BRANCH, INTENT_SHARED_COMMITS, INTENT_SHARED_HISTORY, INTENT_SHARED_TAGS,
-    INTENT_SHELLS, INTENT_STRONG, INTENT_VALUABLE, INTENT_VALUABLE_DIRS, PHRASE_ENDS,
+    Classes, WordSet, DETERMINERS, HEAD_BRANCH, HEAD_CHANGES, HEAD_CODE, HEAD_COLLECTION,
+    HEAD_COMMITS, HEAD_COMPUTE, HEAD_DATA, HEAD_DIR, HEAD_ENTITIES, HEAD_ENV, HEAD_EVERYTHING,
+    HEAD_FILES, HEAD_HISTORY, HEAD_INFRA, HEAD_LOGS, HEAD_PROCESS, HEAD_REPO, HEAD_ROWS,
+    HEAD_SCHEMA, HEAD_STORE, HEAD_TABLE, HEAD_TAGS, INTENT_BOUNDING, INTENT_DB, INTENT_DEVICES,
+    INTENT_DISCARD, INTENT_DOCS, INTENT_DOWNLOADS, INTENT_ERASE, INTENT_FORMAT, INTENT_GIT,
+    INTENT_KILL, INTENT_MASS, INTENT_NOUN_MARKERS, INTENT_OVERWRITE, INTENT_OWN_WORK,
+    INTENT_PLACE_PREPS, INTENT_REMOTE, INTENT_RESET, INTENT_RESET_TARGETS, INTENT_REWRITE,
+    INTENT_SAFE, INTENT_SHARED_BRANCH, INTENT_SHARED_COMMITS, INTENT_SHARED_HISTORY,
+    INTENT_SHARED_TAGS, INTENT_SHELLS, INTENT_STRONG, INTENT_VALUABLE, INTENT_VALUABLE_DIRS,
+    PHRASE_ENDS,
 };
 use super::words::{self, Break, Form, Words};
 
@@ -249,63 +256,15 @@ pub(crate) fn scan(w: &Words, hits: &mut Vec<Hit>) {
             push(w, i, i + 1, detail, hits);
             continue;
         }
-        let Some((lemma, form)) = words::verb(lw) else {
+        let Some((verb, lemma, obj_from)) = request_verb(w, i, lw) else {
             continue;
         };
-        if !matches!(form, Form::Base | Form::Ing) || w.toks[i].upper {
-            continue;
-        }
-        // "the delete button", "a soft delete", "on delete": a noun, not a request.
-        if i > 0 && w.toks[i].brk == Break::None && INTENT_NOUN_MARKERS.contains(w.lower(i - 1)) {
-            continue;
-        }
-        let next = w.lower(i + 1);
-        let (verb, obj_from) = match (lemma, next) {
-            ("get", "rid") if w.lower(i + 2) == "of" => (Some(Verb::Erase), i + 3),
-            ("throw", "away" | "out") => (Some(Verb::Discard), i + 2),
-            ("blow", "away") | ("wipe", "out" | "clean") => (Some(Verb::Strong), i + 2),
-            ("clean" | "clear", "out") => (Some(Verb::Erase), i + 2),
-            ("tear" | "take" | "shut" | "bring", "down") => (Some(Verb::Kill), i + 2),
-            (_, "out" | "off" | "away" | "up") => (verb_class(lemma), i + 2),
-            _ => (verb_class(lemma), i + 1),
-        };
-        let Some(verb) = verb else {
-            continue;
-        };
-        if obj_from < w.len() && w.toks[obj_from].brk != Break::None {
-            continue;
-        }
         let clause = Clause {
             w,
             start: w.clause_start(i),
             end: w.clause_end(i),
         };
-        let mut np = noun_phrase(w, obj_from);
-        let mut objects = vec![np.clone()];
-        // "containers, images and volumes": the list shares the verb and the quantifier.
-        for _ in 0..3 {
-            let k = np.end;
-            if k >= w.len() || w.toks[k].brk == Break::Hard {
-                break;
-            }
-            let start = if w.lower(k) == "and" || w.lower(k) == "or" {
-                k + 1
-            } else if w.toks[k].brk == Break::Soft {
-                k
-            } else {
-                break;
-            };
-            if start >= w.len() || words::is_base_verb(w.lower(start)) {
-                break;
-            }
-            let mut more = noun_phrase(w, start);
-            if more.words.is_empty() {
-                break;
-            }
-            more.quant |= np.quant;
-            objects.push(more.clone());
-            np = more;
-        }
+        let objects = object_list(w, obj_from);
         let pp = place(w, objects.last().map(|o| o.end).unwrap_or(obj_from));
         for obj in objects.iter() {
             if let Some(detail) = judge(w, verb, lemma, obj, pp.as_ref(), &clause) {
@@ -315,6 +274,66 @@ pub(crate) fn scan(w: &Words, hits: &mut Vec<Hit>) {
             }
         }
     }
+}
+
+/// Token `i` as a destructive verb asking for something (base or -ing form, not a noun like
+/// "the delete button"), with its lemma and where its object starts: "get rid of", "throw
+/// away" and "tear down" take their particles along.
+fn request_verb<'a>(w: &'a Words, i: usize, lw: &'a str) -> Option<(Verb, &'static str, usize)> {
+    let (lemma, form) = words::verb(lw)?;
+    if !matches!(form, Form::Base | Form::Ing) || w.toks[i].upper {
+        return None;
+    }
+    // "the delete button", "a soft delete", "on delete": a noun, not a request.
+    if i > 0 && w.toks[i].brk == Break::None && INTENT_NOUN_MARKERS.contains(w.lower(i - 1)) {
+        return None;
+    }
+    let next = w.lower(i + 1);
+    let (verb, obj_from) = match (lemma, next) {
+        ("get", "rid") if w.lower(i + 2) == "of" => (Some(Verb::Erase), i + 3),
+        ("throw", "away" | "out") => (Some(Verb::Discard), i + 2),
+        ("blow", "away") | ("wipe", "out" | "clean") => (Some(Verb::Strong), i + 2),
+        ("clean" | "clear", "out") => (Some(Verb::Erase), i + 2),
+        ("tear" | "take" | "shut" | "bring", "down") => (Some(Verb::Kill), i + 2),
+        (_, "out" | "off" | "away" | "up") => (verb_class(lemma), i + 2),
+        _ => (verb_class(lemma), i + 1),
+    };
+    let verb = verb?;
+    if obj_from < w.len() && w.toks[obj_from].brk != Break::None {
+        return None;
+    }
+    Some((verb, lemma, obj_from))
+}
+
+/// The object noun phrase at `from` and up to three more in a list ("containers, images and
+/// volumes"), which share the verb and the quantifier.
+fn object_list(w: &Words, from: usize) -> Vec<Np> {
+    let mut np = noun_phrase(w, from);
+    let mut objects = vec![np.clone()];
+    for _ in 0..3 {
+        let k = np.end;
+        if k >= w.len() || w.toks[k].brk == Break::Hard {
+            break;
+        }
+        let start = if w.lower(k) == "and" || w.lower(k) == "or" {
+            k + 1
+        } else if w.toks[k].brk == Break::Soft {
+            k
+        } else {
+            break;
+        };
+        if start >= w.len() || words::is_base_verb(w.lower(start)) {
+            break;
+        }
+        let mut more = noun_phrase(w, start);
+        if more.words.is_empty() {
+            break;
+        }
+        more.quant |= np.quant;
+        objects.push(more.clone());
+        np = more;
+    }
+    objects
 }
 
 /// A place phrase after the object: "from the users table", "on the remote", "in prod".
@@ -346,8 +365,41 @@ fn push(w: &Words, a: usize, b: usize, detail: String, hits: &mut Vec<Hit>) {
 fn special_phrase(w: &Words, i: usize, lw: &str) -> Option<String> {
     let next = w.lower(i + 1);
     let same_phrase = |k: usize| k < w.len() && w.toks[k].brk == Break::None;
+    if let Some(found) = force_push(w, i, lw) {
+        return Some(found);
+    }
+    if (lw == "hard" && same_phrase(i + 1) && matches!(next, "reset" | "resetting"))
+        || lw == "hard-reset"
+        || (matches!(lw, "reset" | "resetting") && same_phrase(i + 1) && next == "--hard")
+    {
+        return Some("hard reset discards work".to_string());
+    }
+    if (lw == "fork" && same_phrase(i + 1) && matches!(next, "bomb" | "bombs")) || lw == "forkbomb"
+    {
+        return Some("fork bomb".to_string());
+    }
+    if matches!(lw, "pipe" | "piping" | "pipes" | "feed" | "feeding") {
+        return pipe_to_shell(w, i);
+    }
+    if lw == "world-writable" || (lw == "world" && next == "writable") || lw == "777" {
+        let c = Clause {
+            w,
+            start: w.clause_start(i),
+            end: w.clause_end(i),
+        };
+        let mass = c.any(|t| INTENT_MASS.contains(t));
+        if mass {
+            return Some("makes everything world-writable".to_string());
+        }
+    }
+    None
+}
+
+/// force push, force-push, force-pushing, push --force, push -f, forcibly push.
+fn force_push(w: &Words, i: usize, lw: &str) -> Option<String> {
+    let next = w.lower(i + 1);
+    let same_phrase = |k: usize| k < w.len() && w.toks[k].brk == Break::None;
     let is_push = |s: &str| matches!(s, "push" | "pushes" | "pushing" | "pushed" | "push-to");
-    // force push, force-push, force-pushing, push --force, push -f, forcibly push
     if let Some(rest) = lw
         .strip_prefix("force-")
         .or_else(|| lw.strip_prefix("force_"))
@@ -378,30 +430,6 @@ fn special_phrase(w: &Words, i: usize, lw: &str) -> Option<String> {
             }
         }
     }
-    if (lw == "hard" && same_phrase(i + 1) && matches!(next, "reset" | "resetting"))
-        || lw == "hard-reset"
-        || (matches!(lw, "reset" | "resetting") && same_phrase(i + 1) && next == "--hard")
-    {
-        return Some("hard reset discards work".to_string());
-    }
-    if (lw == "fork" && same_phrase(i + 1) && matches!(next, "bomb" | "bombs")) || lw == "forkbomb"
-    {
-        return Some("fork bomb".to_string());
-    }
-    if matches!(lw, "pipe" | "piping" | "pipes" | "feed" | "feeding") {
-        return pipe_to_shell(w, i);
-    }
-    if lw == "world-writable" || (lw == "world" && next == "writable") || lw == "777" {
-        let c = Clause {
-            w,
-            start: w.clause_start(i),
-            end: w.clause_end(i),
-        };
-        let mass = c.any(|t| INTENT_MASS.contains(t));
-        if mass {
-            return Some("makes everything world-writable".to_string());
-        }
-    }
     None
 }
 
@@ -419,6 +447,7 @@ fn pipe_to_shell(w: &Words, i: usize) -> Option<String> {
     (into_shell && download).then(|| "pipes a downloaded script into a shell".to_string())
 }
 
+/// Judges one verb and object: what the request would destroy, if anything.
 fn judge(
     w: &Words,
     verb: Verb,
@@ -427,219 +456,322 @@ fn judge(
     pp: Option<&Np>,
     clause: &Clause<'_>,
 ) -> Option<String> {
-    let head_idx = obj.head_in(w)?;
-    let head = w.lower(head_idx);
-    let mods: Vec<&str> = obj.words.iter().map(|&k| w.lower(k)).collect();
-    let pp_words: Vec<&str> = pp
-        .map(|p| p.words.iter().map(|&k| w.lower(k)).collect())
-        .unwrap_or_default();
-    let pp_head = pp.and_then(|p| p.head_in(w)).map(|k| w.lower(k));
-    let pp_kind = pp_head.and_then(head_kind);
-    // Words right after the object, up to the next break: "the database used by tests".
-    let tail: Vec<&str> = {
-        let mut v = Vec::new();
-        let mut k = pp.map(|p| p.end).unwrap_or(obj.end);
-        while k < w.len() && k < clause.end && w.toks[k].brk == Break::None && v.len() < 8 {
-            v.push(w.lower(k));
-            k += 1;
-        }
-        v
-    };
-    let valuable = obj
-        .words
-        .iter()
-        .filter(|&&k| k != head_idx)
-        .map(|&k| w.lower(k))
-        .chain(pp_words.iter().copied())
-        .any(is_valuable);
-    let safe = !valuable
-        && mods
-            .iter()
-            .chain(pp_words.iter())
-            .chain(tail.iter())
-            .any(|m| is_safe(m) || m.starts_with("test_") || m.ends_with("_test"));
-    let bounded = mods.iter().chain(tail.iter()).any(|m| is_bounding(m))
-        || tail
-            .first()
-            .is_some_and(|t| matches!(*t, "older" | "newer" | "where" | "whose"));
-    let git_ctx = mods.iter().any(|m| is_git_word(m)) || clause.any(is_git_word);
-    let db_ctx =
-        mods.iter().chain(pp_words.iter()).any(|m| is_db_word(m)) || clause.any(is_db_word);
-    let docs_ctx = clause.any(is_docs_word);
-    let artifact_place = pp_words.iter().any(|p| is_artifact_name(p) || is_safe(p));
-    let system_path = mods
-        .iter()
-        .chain(pp_words.iter())
-        .find(|m| is_system_path(m));
-    let kind = head_kind(head);
-    let what = |s: &str| Some(format!("{lemma} {s}"));
-
-    // Paths: "delete ~/projects", "remove the .git directory", "wipe /var/lib/postgresql".
-    // A command being edited ("remove the `rm -rf ~/tmp` call") is judged as a command.
-    let names_command = mods
-        .iter()
-        .any(|m| m.starts_with('-') || matches!(*m, "rm" | "sudo" | "git" | "chmod" | "chown"));
-    if let Some(p) = system_path.filter(|_| !names_command) {
-        if matches!(
-            verb,
-            Verb::Strong | Verb::Erase | Verb::Discard | Verb::Format
-        ) {
-            return what(p);
-        }
+    let r = Request::read(w, verb, lemma, obj, pp, clause)?;
+    if let Some(found) = r.path_target() {
+        return Some(found);
     }
-    if mods
-        .iter()
-        .any(|m| *m == ".git" || m.starts_with(".git/") || m.ends_with("/.git"))
-        && matches!(verb, Verb::Strong | Verb::Erase | Verb::Discard)
-    {
-        return what("the .git directory");
-    }
-
     match verb {
-        Verb::Reset => {
-            let target = mods.iter().any(|m| INTENT_RESET_TARGETS.contains(m));
-            let to_remote = clause.any(|t| {
-                t.starts_with("origin/") || t.starts_with("upstream/") || t.starts_with("head~")
-            });
-            return ((target && !safe) || to_remote).then(|| format!("reset {head}"));
-        }
-        Verb::Rewrite => {
-            // Rewriting local work is ordinary; rewriting what others share is not.
-            // "rebase X on main": main is the base, not what is rewritten.
-            let place: &[&str] = if lemma == "rebase" { &[] } else { &pp_words };
-            let shared = mods
-                .iter()
-                .chain(place.iter())
-                .chain(tail.iter())
-                .any(|m| INTENT_SHARED_HISTORY.contains(m) || m.starts_with("origin/"))
-                || obj.quant;
-            let hit = match kind {
-                Some(Head::History) => git_ctx,
-                Some(Head::Commits) | Some(Head::Branch) => shared,
-                _ => false,
-            };
-            return (hit && !safe).then(|| format!("{lemma} shared git history"));
-        }
-        Verb::Overwrite => {
-            let remote = mods
+        Verb::Reset => r.reset(),
+        Verb::Rewrite => r.rewrite(),
+        Verb::Overwrite => r.overwrite(),
+        Verb::Format => r.format(),
+        Verb::Kill => r.kill(),
+        Verb::Strong | Verb::Erase | Verb::Discard => r.erase(),
+    }
+}
+
+/// What a verb-object request says, read once for every judgement.
+struct Request<'a> {
+    verb: Verb,
+    lemma: &'a str,
+    head: &'a str,
+    kind: Option<Head>,
+    /// Every word of the object, head included.
+    mods: Vec<&'a str>,
+    /// The place phrase's words ("from the users table").
+    pp_words: Vec<&'a str>,
+    pp_head: Option<&'a str>,
+    /// Words right after the object, up to the next break: "the database used by tests".
+    tail: Vec<&'a str>,
+    quant: bool,
+    obj_len: usize,
+    clause: &'a Clause<'a>,
+    /// Real, shared or remote data (a modifier other than the head says so).
+    valuable: bool,
+    /// Disposable (test, tmp, cache …) and not valuable.
+    safe: bool,
+    /// Narrowed to some of the things ("unused", "older than …").
+    bounded: bool,
+}
+
+impl<'a> Request<'a> {
+    fn read(
+        w: &'a Words,
+        verb: Verb,
+        lemma: &'a str,
+        obj: &Np,
+        pp: Option<&Np>,
+        clause: &'a Clause<'a>,
+    ) -> Option<Request<'a>> {
+        let head_idx = obj.head_in(w)?;
+        let head = w.lower(head_idx);
+        let mods: Vec<&str> = obj.words.iter().map(|&k| w.lower(k)).collect();
+        let pp_words: Vec<&str> = pp
+            .map(|p| p.words.iter().map(|&k| w.lower(k)).collect())
+            .unwrap_or_default();
+        let tail = tail_words(w, pp.map(|p| p.end).unwrap_or(obj.end), clause.end);
+        let valuable = obj
+            .words
+            .iter()
+            .filter(|&&k| k != head_idx)
+            .map(|&k| w.lower(k))
+            .chain(pp_words.iter().copied())
+            .any(is_valuable);
+        let safe = !valuable
+            && mods
                 .iter()
                 .chain(pp_words.iter())
-                .any(|m| INTENT_REMOTE.contains(m) || m.starts_with("origin/"));
-            return remote.then(|| format!("overwrite {head}"));
-        }
-        Verb::Format => {
-            return INTENT_DEVICES
-                .contains(singular(head))
-                .then(|| format!("format a {head}"));
-        }
-        Verb::Kill => {
-            return match kind {
-                Some(Head::Process) => {
-                    let by_name = obj.words.len() >= 2 && singular(head) != head;
-                    (obj.quant || by_name).then(|| format!("kill {head}"))
-                }
-                // Teardown of a cluster or an environment is destructive whichever one it is;
-                // stopping one server is not.
-                Some(Head::Infra | Head::Store) => (!safe).then(|| format!("{lemma} {head}")),
-                Some(Head::Env) => {
-                    let teardown =
-                        matches!(lemma, "tear" | "take" | "decommission" | "deprovision");
-                    ((obj.quant || valuable || teardown) && !safe)
-                        .then(|| format!("{lemma} {head}"))
-                }
-                Some(Head::Compute) => {
-                    ((obj.quant || valuable) && !safe).then(|| format!("{lemma} {head}"))
-                }
-                Some(Head::Everything) => Some(format!("{lemma} everything")),
-                _ => None,
-            };
-        }
-        Verb::Strong | Verb::Erase | Verb::Discard => {}
+                .chain(tail.iter())
+                .any(|m| is_safe(m) || m.starts_with("test_") || m.ends_with("_test"));
+        let bounded = mods.iter().chain(tail.iter()).any(|m| is_bounding(m))
+            || tail
+                .first()
+                .is_some_and(|t| matches!(*t, "older" | "newer" | "where" | "whose"));
+        Some(Request {
+            verb,
+            lemma,
+            head,
+            kind: head_kind(head),
+            pp_head: pp.and_then(|p| p.head_in(w)).map(|k| w.lower(k)),
+            mods,
+            pp_words,
+            tail,
+            quant: obj.quant,
+            obj_len: obj.words.len(),
+            clause,
+            valuable,
+            safe,
+            bounded,
+        })
     }
 
-    let strong = verb == Verb::Strong;
-    // "wipe the Redis cache in production": wiping anything in production is destructive.
-    let live = mods
-        .iter()
-        .chain(pp_words.iter())
-        .any(|m| matches!(*m, "production" | "prod" | "live"));
-    if strong && live && !safe {
-        return what(&format!("{head} in production"));
+    fn what(&self, s: &str) -> Option<String> {
+        Some(format!("{} {s}", self.lemma))
     }
-    let kind = kind?;
-    let hit = match kind {
-        Head::Everything => !artifact_place,
-        Head::Store => !safe,
-        Head::Repo => !safe,
-        Head::Infra => !safe && (head != "namespace" && head != "namespaces" || valuable || strong),
-        Head::Table => {
-            let tablish = mods
-                .iter()
-                .take(mods.len().saturating_sub(1))
-                .any(|m| m.contains('_') || m.ends_with('s') || is_valuable(m));
-            let eraser = strong
-                || matches!(
-                    lemma,
-                    "drop" | "truncate" | "empty" | "clear" | "delete" | "remove"
-                );
-            eraser && (tablish || db_ctx || obj.quant) && !docs_ctx && !safe
+
+    /// Object and place words, for modifiers that may stand in either.
+    fn obj_and_place(&self) -> impl Iterator<Item = &&'a str> {
+        self.mods.iter().chain(self.pp_words.iter())
+    }
+
+    fn git_ctx(&self) -> bool {
+        self.mods.iter().any(|m| is_git_word(m)) || self.clause.any(is_git_word)
+    }
+
+    fn db_ctx(&self) -> bool {
+        self.obj_and_place().any(|m| is_db_word(m)) || self.clause.any(is_db_word)
+    }
+
+    /// Paths: "delete ~/projects", "remove the .git directory", "wipe /var/lib/postgresql".
+    /// A command being edited ("remove the `rm -rf ~/tmp` call") is judged as a command.
+    fn path_target(&self) -> Option<String> {
+        let names_command = self
+            .mods
+            .iter()
+            .any(|m| m.starts_with('-') || matches!(*m, "rm" | "sudo" | "git" | "chmod" | "chown"));
+        let erases = matches!(self.verb, Verb::Strong | Verb::Erase | Verb::Discard);
+        if let Some(p) = self.obj_and_place().find(|m| is_system_path(m)) {
+            if !names_command && (erases || self.verb == Verb::Format) {
+                return self.what(p);
+            }
         }
-        Head::Collection => {
-            let eraser = strong || matches!(lemma, "drop" | "truncate" | "empty" | "delete");
-            eraser && db_ctx && !safe
+        let git_dir = |m: &&str| *m == ".git" || m.starts_with(".git/") || m.ends_with("/.git");
+        (erases && self.mods.iter().any(git_dir))
+            .then(|| self.what("the .git directory"))
+            .flatten()
+    }
+
+    fn reset(&self) -> Option<String> {
+        let target = self.mods.iter().any(|m| INTENT_RESET_TARGETS.contains(m));
+        let to_remote = self.clause.any(|t| {
+            t.starts_with("origin/") || t.starts_with("upstream/") || t.starts_with("head~")
+        });
+        ((target && !self.safe) || to_remote).then(|| format!("reset {}", self.head))
+    }
+
+    /// Rewriting local work is ordinary; rewriting what others share is not. "rebase X on
+    /// main": main is the base, not what is rewritten.
+    fn rewrite(&self) -> Option<String> {
+        let place: &[&str] = if self.lemma == "rebase" {
+            &[]
+        } else {
+            &self.pp_words
+        };
+        let shared = self
+            .mods
+            .iter()
+            .chain(place.iter())
+            .chain(self.tail.iter())
+            .any(|m| INTENT_SHARED_HISTORY.contains(m) || m.starts_with("origin/"))
+            || self.quant;
+        let hit = match self.kind {
+            Some(Head::History) => self.git_ctx(),
+            Some(Head::Commits) | Some(Head::Branch) => shared,
+            _ => false,
+        };
+        (hit && !self.safe).then(|| format!("{} shared git history", self.lemma))
+    }
+
+    fn overwrite(&self) -> Option<String> {
+        let remote = self
+            .obj_and_place()
+            .any(|m| INTENT_REMOTE.contains(m) || m.starts_with("origin/"));
+        remote.then(|| format!("overwrite {}", self.head))
+    }
+
+    fn format(&self) -> Option<String> {
+        INTENT_DEVICES
+            .contains(singular(self.head))
+            .then(|| format!("format a {}", self.head))
+    }
+
+    /// Teardown of a cluster or an environment is destructive whichever one it is; stopping
+    /// one server is not.
+    fn kill(&self) -> Option<String> {
+        let (lemma, head, safe) = (self.lemma, self.head, self.safe);
+        let hit = match self.kind? {
+            Head::Process => {
+                let by_name = self.obj_len >= 2 && singular(head) != head;
+                return (self.quant || by_name).then(|| format!("kill {head}"));
+            }
+            Head::Infra | Head::Store => !safe,
+            Head::Env => {
+                let teardown = matches!(lemma, "tear" | "take" | "decommission" | "deprovision");
+                (self.quant || self.valuable || teardown) && !safe
+            }
+            Head::Compute => (self.quant || self.valuable) && !safe,
+            Head::Everything => return Some(format!("{lemma} everything")),
+            _ => false,
+        };
+        hit.then(|| format!("{lemma} {head}"))
+    }
+
+    /// Erasing verbs (wipe, delete, discard …): by what the object's head names.
+    fn erase(&self) -> Option<String> {
+        let strong = self.verb == Verb::Strong;
+        // "wipe the Redis cache in production": wiping anything in production is destructive.
+        let live = self
+            .obj_and_place()
+            .any(|m| matches!(*m, "production" | "prod" | "live"));
+        if strong && live && !self.safe {
+            return self.what(&format!("{} in production", self.head));
         }
-        Head::Schema => (db_ctx || valuable || strong) && !safe,
-        Head::History => git_ctx && !safe,
-        Head::Commits => (obj.quant || clause.any(|t| INTENT_SHARED_COMMITS.contains(t))) && !safe,
-        Head::Changes => {
-            let work_words = mods
-                .iter()
-                .chain(tail.iter())
-                .any(|m| INTENT_OWN_WORK.contains(m));
-            let discard = verb == Verb::Discard || strong;
-            !safe && (discard || work_words || (obj.quant && git_ctx))
+        let kind = self.kind?;
+        self.erases(kind).then(|| self.object_text(kind)).flatten()
+    }
+
+    fn erases(&self, kind: Head) -> bool {
+        let strong = self.verb == Verb::Strong;
+        let safe = self.safe;
+        match kind {
+            Head::Everything => !self.artifact_place(),
+            Head::Store | Head::Repo => !safe,
+            Head::Infra => {
+                let namespace = matches!(self.head, "namespace" | "namespaces");
+                !safe && (!namespace || self.valuable || strong)
+            }
+            Head::Table => self.erases_table(),
+            Head::Collection => {
+                let eraser =
+                    strong || matches!(self.lemma, "drop" | "truncate" | "empty" | "delete");
+                eraser && self.db_ctx() && !safe
+            }
+            Head::Schema => (self.db_ctx() || self.valuable || strong) && !safe,
+            Head::History => self.git_ctx() && !safe,
+            Head::Commits => {
+                (self.quant || self.clause.any(|t| INTENT_SHARED_COMMITS.contains(t))) && !safe
+            }
+            Head::Changes => self.discards_work(),
+            Head::Branch => self.shared_or_all(&INTENT_SHARED_BRANCH),
+            Head::Tags => self.shared_or_all(&INTENT_SHARED_TAGS),
+            Head::Process => self.quant,
+            Head::Compute | Head::Env => {
+                (strong || self.quant || self.valuable) && !safe && !self.bounded
+            }
+            Head::Rows | Head::Entities | Head::Files | Head::Data | Head::Code | Head::Logs => {
+                self.erases_records()
+            }
+            Head::Dir => self.mods.iter().any(|m| INTENT_VALUABLE_DIRS.contains(m)) && !safe,
         }
-        Head::Branch => {
-            let shared = mods
-                .iter()
-                .chain(pp_words.iter())
-                .chain(tail.iter())
-                .any(|m| INTENT_SHARED_BRANCH.contains(m));
-            (shared || (obj.quant && !bounded)) && !safe
-        }
-        Head::Tags => {
-            let shared = mods
-                .iter()
-                .chain(pp_words.iter())
-                .chain(tail.iter())
-                .any(|m| INTENT_SHARED_TAGS.contains(m));
-            (shared || obj.quant && !bounded) && !safe
-        }
-        Head::Process => obj.quant,
-        Head::Compute | Head::Env => (strong || obj.quant || valuable) && !safe && !bounded,
-        Head::Rows | Head::Entities | Head::Files | Head::Data | Head::Code | Head::Logs => {
-            let from_store = matches!(
-                pp_kind,
-                Some(Head::Table | Head::Collection | Head::Store | Head::Schema)
+    }
+
+    /// The place names a build artifact or a disposable thing ("everything in target/").
+    fn artifact_place(&self) -> bool {
+        self.pp_words
+            .iter()
+            .any(|p| is_artifact_name(p) || is_safe(p))
+    }
+
+    /// A table in a database ("the users table", "all tables"), not a table in a document.
+    fn erases_table(&self) -> bool {
+        let mods = &self.mods;
+        let tablish = mods
+            .iter()
+            .take(mods.len().saturating_sub(1))
+            .any(|m| m.contains('_') || m.ends_with('s') || is_valuable(m));
+        let eraser = self.verb == Verb::Strong
+            || matches!(
+                self.lemma,
+                "drop" | "truncate" | "empty" | "clear" | "delete" | "remove"
             );
-            let scoped_away = artifact_place;
-            !safe && !bounded && !scoped_away && (obj.quant || valuable || strong || from_store)
+        let docs_ctx = self.clause.any(is_docs_word);
+        eraser && (tablish || self.db_ctx() || self.quant) && !docs_ctx && !self.safe
+    }
+
+    /// Unsaved work: "throw away my uncommitted changes".
+    fn discards_work(&self) -> bool {
+        let work_words = self
+            .mods
+            .iter()
+            .chain(self.tail.iter())
+            .any(|m| INTENT_OWN_WORK.contains(m));
+        let discard = matches!(self.verb, Verb::Discard | Verb::Strong);
+        !self.safe && (discard || work_words || (self.quant && self.git_ctx()))
+    }
+
+    /// Shared branches or tags, or all of them.
+    fn shared_or_all(&self, shared_words: &WordSet) -> bool {
+        let shared = self
+            .obj_and_place()
+            .chain(self.tail.iter())
+            .any(|m| shared_words.contains(m));
+        (shared || (self.quant && !self.bounded)) && !self.safe
+    }
+
+    /// Records, files, data: all of them, valuable ones, or taken from a store.
+    fn erases_records(&self) -> bool {
+        let from_store = matches!(
+            self.pp_head.and_then(head_kind),
+            Some(Head::Table | Head::Collection | Head::Store | Head::Schema)
+        );
+        let wide = self.quant || self.valuable || self.verb == Verb::Strong || from_store;
+        !self.safe && !self.bounded && !self.artifact_place() && wide
+    }
+
+    /// The finding: "drop all the tables in database".
+    fn object_text(&self, kind: Head) -> Option<String> {
+        let mut text = String::new();
+        if self.quant && kind != Head::Everything {
+            text.push_str("all ");
         }
-        Head::Dir => mods.iter().any(|m| INTENT_VALUABLE_DIRS.contains(m)) && !safe,
-    };
-    if !hit {
-        return None;
+        text.push_str(&self.mods.join(" "));
+        if let Some(ph) = self.pp_head {
+            text.push_str(" in ");
+            text.push_str(ph);
+        }
+        self.what(text.trim())
     }
-    let mut obj_text = String::new();
-    if obj.quant && !matches!(kind, Head::Everything) {
-        obj_text.push_str("all ");
+}
+
+/// Up to 8 words from `from`, inside the clause and without a break.
+fn tail_words(w: &Words, from: usize, clause_end: usize) -> Vec<&str> {
+    let mut v = Vec::new();
+    let mut k = from;
+    while k < w.len() && k < clause_end && w.toks[k].brk == Break::None && v.len() < 8 {
+        v.push(w.lower(k));
+        k += 1;
     }
-    obj_text.push_str(&mods.join(" "));
-    if let Some(ph) = pp_head {
-        obj_text.push_str(" in ");
-        obj_text.push_str(ph);
-    }
-    what(obj_text.trim())
+    v
 }
 
 #[cfg(test)]
