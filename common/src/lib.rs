@@ -4,6 +4,8 @@
 //! Layout:
 //! - [`pb`]: the generated wire types and gRPC stubs of `proto/karl.proto` (package `karl.v1`).
 //! - [`target`]: pane targets as operators write them (`agent-codex:1.1`, `%12`), validated.
+//! - `ansi`: the one terminal-escape reader (on `vte`): stripping, and the SGR state that
+//!   tells dim "ghost" text from typed text.
 //! - [`pane_text`]: capture preprocessing — escape stripping, normalization, stable hash, diff, novelty.
 //! - [`detect`]: the pane-state classifier and its TOML rule manifests.
 //! - [`gate`]: the validation gate every candidate prompt passes before it is typed.
@@ -17,6 +19,7 @@
 //! request; tmux, gRPC servers, sled and HTTP live in the `karl-agent` and `karl-coord`
 //! crates.
 
+mod ansi;
 pub mod auth;
 pub mod context;
 pub mod detect;

@@ -7,7 +7,8 @@
 //! (new lines, capped) with a novelty share in 0..1.
 //!
 //! Every function is total: binary garbage, a 10,000-column line or a 500-line error dump
-//! yields bounded output, never a panic. Nothing here knows what a pane *means*; that is
+//! yields bounded output, never a panic. Escapes are read by `crate::ansi` (on `vte`), the
+//! reader detection uses too. Nothing here knows what a pane *means*; that is
 //! [`crate::detect`].
 
 use std::collections::HashMap;
@@ -15,6 +16,8 @@ use std::sync::LazyLock;
 
 use md5::{Digest, Md5};
 use regex::Regex;
+
+use crate::ansi::strip as strip_escapes;
 
 /// Longest line kept, in characters; longer lines are cut and end in `…`.
 pub const MAX_LINE_CHARS: usize = 2_000;
@@ -24,9 +27,6 @@ pub const MAX_LINES: usize = 5_000;
 pub const MAX_RAW_BYTES: usize = 4 << 20;
 /// Default cap on [`TextDiff::new_lines`].
 pub const MAX_NEW_LINES: usize = 200;
-
-/// Longest escape-sequence parameter string kept; longer ones are garbage and dropped.
-const MAX_SEQ_PARAMS: usize = 64;
 
 /// Bytes from `capture-pane -p` → clean text: lossy UTF-8, no escape sequences, no control
 /// bytes except `\n` and `\t`, lines capped at [`MAX_LINE_CHARS`], at most [`MAX_LINES`]
@@ -70,97 +70,6 @@ fn tail_at_line(raw: &[u8], max: usize) -> &[u8] {
         Some(i) => &tail[i + 1..],
         None => tail,
     }
-}
-
-/// Removes escape sequences (CSI, OSC, DCS/SOS/PM/APC strings, two- and three-byte escapes)
-/// and control characters other than `\n` and `\t`; keeps well-formed SGR when asked.
-fn strip_escapes(s: &str, keep_sgr: bool) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\x1b' => match chars.peek().copied() {
-                Some('[') => {
-                    chars.next();
-                    let mut params = String::new();
-                    let mut final_byte = None;
-                    while let Some(&n) = chars.peek() {
-                        if ('\x20'..='\x3f').contains(&n) {
-                            if params.len() <= MAX_SEQ_PARAMS {
-                                params.push(n);
-                            }
-                            chars.next();
-                        } else {
-                            if ('\x40'..='\x7e').contains(&n) {
-                                final_byte = Some(n);
-                                chars.next();
-                            }
-                            // Anything else ends a malformed sequence; the char is kept.
-                            break;
-                        }
-                    }
-                    let sgr = final_byte == Some('m')
-                        && params.len() <= MAX_SEQ_PARAMS
-                        && params
-                            .bytes()
-                            .all(|b| b.is_ascii_digit() || b == b';' || b == b':');
-                    if keep_sgr && sgr {
-                        out.push_str("\x1b[");
-                        out.push_str(&params);
-                        out.push('m');
-                    }
-                }
-                // String sequences run to BEL or ST (ESC \). A newline also ends them, so a
-                // stray OSC opener cannot swallow the rest of the screen.
-                Some(']' | 'P' | 'X' | '^' | '_') => {
-                    chars.next();
-                    while let Some(&n) = chars.peek() {
-                        match n {
-                            '\x07' => {
-                                chars.next();
-                                break;
-                            }
-                            '\n' => break,
-                            '\x1b' => {
-                                chars.next();
-                                if chars.peek() == Some(&'\\') {
-                                    chars.next();
-                                }
-                                break;
-                            }
-                            _ => {
-                                chars.next();
-                            }
-                        }
-                    }
-                }
-                // ESC, intermediates, final (e.g. `ESC ( B`).
-                Some(n) if ('\x20'..='\x2f').contains(&n) => {
-                    chars.next();
-                    while let Some(&m) = chars.peek() {
-                        if ('\x20'..='\x2f').contains(&m) {
-                            chars.next();
-                        } else {
-                            if ('\x30'..='\x7e').contains(&m) {
-                                chars.next();
-                            }
-                            break;
-                        }
-                    }
-                }
-                // Two-byte escapes (`ESC 7`, `ESC =`, `ESC M`, …).
-                Some(n) if ('\x30'..='\x7e').contains(&n) => {
-                    chars.next();
-                }
-                _ => {}
-            },
-            '\n' | '\t' => out.push(c),
-            // C0, DEL and C1 controls (U+0080–U+009F, which includes the 8-bit CSI).
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Cuts a line to [`MAX_LINE_CHARS`] visible characters, marking the cut with `…`. In an
@@ -324,6 +233,13 @@ mod tests {
     fn ansi_variant_keeps_only_sgr() {
         let raw = b"\x1b[2mAsk Codex\x1b[0m\x1b[?25l \x1b]2;t\x1b\\x\n\n";
         assert_eq!(clean_ansi_capture(raw), "\x1b[2mAsk Codex\x1b[0m x");
+    }
+
+    #[test]
+    fn tmux_charset_designation_leaves_nothing() {
+        let raw = b"\x1b[2mAsk\x1b(B\x1b[m done\x1b(B\n";
+        assert_eq!(clean_capture(raw), "Ask done");
+        assert_eq!(clean_ansi_capture(raw), "\x1b[2mAsk\x1b[0m done");
     }
 
     #[test]

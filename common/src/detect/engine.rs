@@ -9,9 +9,10 @@ use std::borrow::Cow;
 use super::manifest::{Clause, Extract, ExtractField, Manifest, Rule};
 use super::screen::{is_blank, Screen, View};
 use super::{
-    ansi, Detection, DetectionInput, Detector, Evidence, PaneState, PermissionRequest, RuleKind,
+    Detection, DetectionInput, Detector, Evidence, PaneState, PermissionRequest, RuleKind,
     RuleTrace,
 };
+use crate::ansi;
 
 /// Evidence lines are cut to this many characters.
 const MAX_EVIDENCE_CHARS: usize = 200;
@@ -157,7 +158,7 @@ pub(crate) fn run(
 /// Removes escapes and control bytes only when there are any (the usual capture has none).
 fn clean(s: &str) -> Cow<'_, str> {
     if s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-        Cow::Owned(ansi::strip(&s.replace('\r', "")))
+        Cow::Owned(ansi::strip(s, false))
     } else {
         Cow::Borrowed(s)
     }

@@ -6,8 +6,10 @@
 //! Layout:
 //! - `manifest`: the TOML schema, its validation and the compiled rules (regexes built once).
 //! - `screen`: the live screen, horizontal rules, the input box and the named regions rules see.
-//! - `ansi`: the SGR reader that tells typed text from dim "ghost" text in a `-e` capture.
 //! - `engine`: identification, rule evaluation, extraction and the `explain` trace.
+//!
+//! Escapes are read by `crate::ansi`, shared with [`crate::pane_text`]: the SGR state there
+//! tells typed text from dim "ghost" text in a `-e` capture.
 //!
 //! How a snapshot is read: the live screen is cut out of the capture (the last `height`
 //! lines; scrollback above is ignored); every manifest's `[[identify]]` rules weigh in and the
@@ -40,7 +42,6 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-mod ansi;
 mod engine;
 mod manifest;
 mod screen;

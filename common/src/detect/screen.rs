@@ -8,8 +8,8 @@
 use std::borrow::Cow;
 use std::cell::OnceCell;
 
-use super::ansi::SgrState;
 use super::manifest::{Layout, Region, Selection};
+use crate::ansi::{Cell, SgrState};
 
 /// At most this many lines of a capture are examined (from the bottom). Real screens are far
 /// smaller; the cap bounds the work on a pathological capture without a `height`.
@@ -109,7 +109,7 @@ impl<'a> Screen<'a> {
 
     /// The ANSI cells of `row`, or `None` when the ANSI capture does not cover it or does
     /// not show the same characters as the plain capture.
-    fn ansi_cells(&self, row: usize) -> Option<Vec<super::ansi::Cell>> {
+    fn ansi_cells(&self, row: usize) -> Option<Vec<Cell>> {
         let line = self.ansi.get(row).copied().flatten()?;
         let mut st = SgrState::default();
         // tmux carries attributes across lines, so replay the lines above this one.

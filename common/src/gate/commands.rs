@@ -1,15 +1,25 @@
 //! The destructive rule's command judge. It lexes a text into commands (see `shell`), finds
 //! every command name among the words — after `sudo`, `env`, `command`, `xargs`, absolute
 //! paths, inside `bash -c '…'`, substitutions, code spans and fences, to a bounded depth —
-//! and judges each by its options and operands: `rm -r -f`, `git push --force`, `dd of=/dev/…`,
-//! `kubectl delete ns …`. Across commands it judges pipelines and substitutions (a download
+//! and judges each as the command table (`rules/commands.toml`) says, by its options and
+//! operands: `rm -r -f`, `git push --force`, `dd of=/dev/…`, `kubectl delete ns …`. Across commands it judges pipelines and substitutions (a download
 //! piped or substituted into a shell, `kill $(pgrep …)`) and a download saved then run. Text
 //! rules that are not commands live here too: SQL statements, Mongo and Redis calls, migration
 //! tasks (`db:drop`) and fork bombs. Plain-language requests are judged in `intent`; whether
 //! the surrounding prose negates or guards a finding is decided in `destructive`.
+//!
+//! Here: finding command names (`judge_command`), the compiled command table and its generic
+//! judgements (`judge`), and one named judgement per tool (`rm`, `git`, `kubectl` …). Not
+//! here: which programs are judged and the words around commands (`rules/commands.toml`),
+//! shell lexing (`shell`).
 
 use super::shell::{self, Command, Lexed, Link};
-use super::words::WordSet;
+use std::sync::LazyLock;
+
+use super::lexicon::{
+    fold, lexicon, CommandSpec, ARG_ENDERS, MIGRATION_SCOPES, MIGRATION_VERBS, OWN_SUBCOMMANDS,
+    RM_FILLER, WRAPPERS,
+};
 
 /// One destructive finding and where it is (byte range in the top-level text).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,38 +97,7 @@ fn basename(w: &str) -> &str {
 
 /// Words that run the next word as a command.
 fn is_wrapper(w: &str) -> bool {
-    matches!(
-        w,
-        "sudo"
-            | "doas"
-            | "env"
-            | "command"
-            | "builtin"
-            | "exec"
-            | "nohup"
-            | "time"
-            | "nice"
-            | "ionice"
-            | "timeout"
-            | "stdbuf"
-            | "xargs"
-            | "caffeinate"
-            | "unbuffer"
-            | "then"
-            | "do"
-            | "else"
-            | "!"
-            | "{"
-            | "watch"
-            | "run"
-            | "Run"
-            | "$"
-            | "chroot"
-            | "setsid"
-            | "flock"
-            | "strace"
-            | "gtimeout"
-    )
+    WRAPPERS.contains(w)
 }
 
 /// Indexes of the words that stand where a command name would: the first word and any
@@ -148,24 +127,7 @@ fn args_of(words: &[String], from: usize, prose: bool) -> Vec<&str> {
     for w in words.iter().skip(from).take(MAX_ARGS) {
         let w = w.as_str();
         if prose {
-            if matches!(
-                w,
-                "and"
-                    | "then"
-                    | "so"
-                    | "but"
-                    | "because"
-                    | "before"
-                    | "after"
-                    | "if"
-                    | "when"
-                    | "once"
-                    | "afterwards"
-                    | "to"
-                    | "until"
-                    | "unless"
-                    | "while"
-            ) {
+            if ARG_ENDERS.contains(w) {
                 break;
             }
             let ends = w.len() > 1
@@ -298,19 +260,7 @@ fn judge_command(
                 sub_names: names,
             };
             if let Some(detail) = judge(&call) {
-                let start = cmd.words[i].start;
-                let end = cmd
-                    .words
-                    .get(i + call.args.len())
-                    .or(cmd.words.last())
-                    .map(|w| w.end)
-                    .unwrap_or(cmd.words[i].end);
-                hits.push(Hit {
-                    detail,
-                    start: base + start,
-                    end: base + end.max(start),
-                    command: true,
-                });
+                push_call_hit(cmd, i, call.args.len(), base, detail, hits);
             }
         }
         cmd_pos &= is_wrapper(name)
@@ -320,6 +270,11 @@ fn judge_command(
                 .all(|c| c.is_ascii_digit() || c == 's' || c == 'm');
         via_xargs |= name == "xargs";
     }
+    disk_redirects(cmd, base, hits);
+}
+
+/// `> /dev/sda`: a redirect straight onto a disk device.
+fn disk_redirects(cmd: &Command, base: usize, hits: &mut Vec<Hit>) {
     for (op, target) in cmd.redirects.iter() {
         if op.contains('>') && is_disk_device(&clean(&target.text)) {
             hits.push(Hit {
@@ -332,62 +287,39 @@ fn judge_command(
     }
 }
 
-/// Tools (and tool nouns) whose `rm`, `kill`, `mv` … are their own subcommands.
-fn has_own_subcommands(w: &str) -> bool {
-    matches!(
-        w,
-        "docker"
-            | "podman"
-            | "nerdctl"
-            | "git"
-            | "npm"
-            | "yarn"
-            | "pnpm"
-            | "cargo"
-            | "pip"
-            | "pip3"
-            | "brew"
-            | "conda"
-            | "poetry"
-            | "uv"
-            | "rclone"
-            | "container"
-            | "image"
-            | "network"
-            | "volume"
-            | "stack"
-            | "service"
-            | "worktree"
-            | "remote"
-            | "submodule"
-            | "tmux"
-            | "screen"
-            | "s3"
-            | "gsutil"
-            | "storage"
-    )
+/// A finding on the command name at word `i` of `cmd`, spanning its `n_args` arguments.
+fn push_call_hit(
+    cmd: &Command,
+    i: usize,
+    n_args: usize,
+    base: usize,
+    detail: String,
+    hits: &mut Vec<Hit>,
+) {
+    let start = cmd.words[i].start;
+    let end = cmd
+        .words
+        .get(i + n_args)
+        .or(cmd.words.last())
+        .map(|w| w.end)
+        .unwrap_or(cmd.words[i].end);
+    hits.push(Hit {
+        detail,
+        start: base + start,
+        end: base + end.max(start),
+        command: true,
+    });
 }
 
-/// Command names the judge knows, so that other words cost nothing.
-static JUDGED: WordSet = WordSet::new(
-    "rm shred srm git dd mke2fs mkswap wipefs blkdiscard fdisk sfdisk gdisk sgdisk parted cfdisk \
-     diskutil chmod chown chgrp kill killall pkill skill slay shutdown reboot halt poweroff init \
-     telinit systemctl launchctl find truncate mv cp tee pv rsync terraform tofu terragrunt \
-     cdktf pulumi cdk sst serverless sls sam copilot amplify vercel netlify doctl flyctl fly \
-     railway heroku kubectl oc helm kind minikube k3d eksctl k3s docker podman nerdctl \
-     docker-compose gh aws gcloud gsutil az redis-cli valkey-cli keydb-cli dropdb mysqladmin \
-     manage.py django-admin prisma alembic flyway liquibase npm yarn pnpm crontab python \
-     python3 python2 pypy pypy3 perl ruby node nodejs php deno bun osascript format del erase \
-     rd rmdir bfg git-filter-repo",
-);
+/// Tools (and tool nouns) whose `rm`, `kill`, `mv` … are their own subcommands.
+fn has_own_subcommands(w: &str) -> bool {
+    OWN_SUBCOMMANDS.contains(w)
+}
 
+/// Whether `name` is worth judging: a program of the table or a task name (`db:drop`), so
+/// that other words cost nothing.
 fn may_judge(name: &str) -> bool {
-    JUDGED.contains(name)
-        || name.contains(':')
-        || name.starts_with("mkfs")
-        || name.starts_with("newfs")
-        || name.eq_ignore_ascii_case("remove-item")
-        || name.eq_ignore_ascii_case("ri")
+    table().lookup(name).is_some() || name.contains(':')
 }
 
 /// The words of a substituted command and of everything substituted inside it, one line each.
@@ -421,178 +353,284 @@ fn sub_command_lines(lx: &Lexed, cleaned: &[Vec<String>], idx: usize) -> Vec<Str
     out
 }
 
-fn judge(c: &Call<'_>) -> Option<String> {
-    let o = Opts::new(&c.args);
-    match c.name {
-        "rm" => rm(c, &o),
-        "shred" | "srm" => Some(format!("{} destroys file contents", c.name)),
-        "git" => git(&c.args),
-        "dd" => dd(&c.args),
-        n if n.starts_with("mkfs") || n.starts_with("newfs") => {
-            Some(format!("{n} formats a filesystem"))
+/// A judgement written in code: reads a call's options and operands.
+type Judgement = fn(&Call<'_>, &Opts<'_>) -> Option<String>;
+
+/// How the programs of one `[[command]]` are judged.
+#[derive(Clone, Copy)]
+enum Judge {
+    Always,
+    Arg,
+    Code(Judgement),
+}
+
+/// One `[[command]]` of `rules/commands.toml`, compiled.
+struct Entry {
+    spec: &'static CommandSpec,
+    judge: Judge,
+}
+
+/// The command table: `rules/commands.toml` indexed by program name.
+struct Table {
+    entries: Vec<Entry>,
+    /// Sorted by name.
+    exact: Vec<(&'static str, usize)>,
+    any_case: Vec<(&'static str, usize)>,
+    prefixes: Vec<(&'static str, usize)>,
+}
+
+impl Table {
+    fn build(specs: &'static [CommandSpec]) -> Result<Table, String> {
+        let mut t = Table {
+            entries: Vec::with_capacity(specs.len()),
+            exact: Vec::new(),
+            any_case: Vec::new(),
+            prefixes: Vec::new(),
+        };
+        for spec in specs {
+            let judge = match spec.judge.as_str() {
+                "always" => Judge::Always,
+                "arg" => Judge::Arg,
+                name => Judge::Code(handler(name).ok_or_else(|| {
+                    format!(
+                        "{:?}: no judgement `{name}` in gate/commands.rs",
+                        spec.names
+                    )
+                })?),
+            };
+            let i = t.entries.len();
+            t.entries.push(Entry { spec, judge });
+            for name in spec.names.iter().map(String::as_str) {
+                let fresh = if spec.prefix {
+                    t.prefixes.push((name, i));
+                    true
+                } else if spec.any_case {
+                    t.any_case.push((name, i));
+                    true
+                } else {
+                    t.exact.push((name, i));
+                    true
+                };
+                if !fresh {
+                    return Err(format!("`{name}` is in two [[command]] entries"));
+                }
+            }
         }
-        "mke2fs" | "mkswap" | "wipefs" | "blkdiscard" => {
-            Some(format!("{} erases a disk or partition", c.name))
+        t.exact.sort_unstable();
+        if let Some(w) = t.exact.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(format!("`{}` is in two [[command]] entries", w[0].0));
         }
-        "fdisk" | "sfdisk" | "gdisk" | "sgdisk" | "parted" | "cfdisk" => {
-            let lists = o.short('l') || o.long("list") || o.has("print");
-            (c.args.iter().any(|a| a.starts_with("/dev/")) && !lists)
-                .then(|| format!("{} rewrites a disk's partition table", c.name))
-        }
-        "diskutil" => c
-            .args
-            .iter()
-            .any(|a| {
-                let a = a.to_ascii_lowercase();
-                a.starts_with("erase")
-                    || a.starts_with("partition")
-                    || a.starts_with("zero")
-                    || a.starts_with("random")
-                    || a.starts_with("secureerase")
-                    || a == "reformat"
-            })
-            .then(|| "diskutil erases a disk".to_string()),
-        "chmod" | "chown" | "chgrp" => perms(c, &o),
-        "kill" => kill(c),
-        "killall" | "pkill" | "skill" | "slay" => Some(format!(
-            "{} kills every process that matches a name",
-            c.name
-        )),
-        "shutdown" | "reboot" | "halt" | "poweroff" if c.cmd_pos => {
-            Some(format!("{} takes the machine down", c.name))
-        }
-        "init" | "telinit" if c.cmd_pos && matches!(c.args.first(), Some(&"0") | Some(&"6")) => {
-            Some("init takes the machine down".to_string())
-        }
-        "systemctl" | "launchctl" => c
-            .args
-            .iter()
-            .any(|a| matches!(*a, "poweroff" | "reboot" | "halt" | "kexec"))
-            .then(|| format!("{} takes the machine down", c.name)),
-        "find" => find(&c.args),
-        "truncate" => truncate(&o),
-        "mv" => mv(&o),
-        "cp" | "tee" | "pv" => o
-            .operands()
-            .iter()
-            .any(|a| is_disk_device(a))
-            .then(|| format!("{} writes straight to a disk device", c.name)),
-        "rsync" => {
-            let deletes = c.args.iter().any(|a| a.starts_with("--delete"));
-            let dest = o.operands().last().copied().unwrap_or("");
-            (deletes && is_system_or_home(dest))
-                .then(|| format!("rsync --delete onto {dest} erases it"))
-        }
-        "terraform" | "tofu" | "terragrunt" | "cdktf" => {
-            let destroy = o.has("destroy")
-                || c.args.iter().any(|a| *a == "-destroy" || *a == "--destroy")
-                || (o.has("workspace") && o.has("delete"));
-            destroy.then(|| format!("{} destroy tears down infrastructure", c.name))
-        }
-        "pulumi" => (o.has("destroy") || (o.has("stack") && (o.has("rm") || o.has("remove"))))
-            .then(|| "pulumi destroy tears down a stack".to_string()),
-        "cdk" | "sst" | "serverless" | "sls" | "sam" | "copilot" | "amplify" | "vercel"
-        | "netlify" | "doctl" | "flyctl" | "fly" | "railway" | "heroku" => {
-            let op = c.args.iter().find(|a| {
-                matches!(
-                    a.to_ascii_lowercase().as_str(),
-                    "destroy" | "remove" | "rm" | "delete" | "apps:destroy" | "pg:reset"
-                )
-            });
-            op.map(|op| format!("{} {op} tears down a deployment", c.name))
-        }
-        "kubectl" | "oc" => kubectl(&c.args, &o),
-        "helm" => c
-            .args
-            .iter()
-            .any(|a| matches!(*a, "uninstall" | "delete" | "del" | "un"))
-            .then(|| "helm uninstall removes a release".to_string()),
-        "kind" | "minikube" | "k3d" | "eksctl" | "k3s" => o
-            .has("delete")
-            .then(|| format!("{} delete removes a cluster", c.name)),
-        "docker" | "podman" | "nerdctl" | "docker-compose" => docker(c, &o),
-        "gh" => gh(&c.args),
-        "aws" => aws(&o),
-        "gcloud" => {
-            let rec = o.short('r') || o.long("recursive");
-            (o.has("delete") || (o.has("rm") && rec))
-                .then(|| "gcloud delete removes cloud resources".to_string())
-        }
-        "gsutil" => (o.has("rb") || (o.has("rm") && (o.short('r') || o.short('R'))))
-            .then(|| "gsutil deletes a bucket or its objects".to_string()),
-        "az" => o
-            .has("delete")
-            .then(|| "az delete removes cloud resources".to_string()),
-        "redis-cli" | "valkey-cli" | "keydb-cli" => {
-            let flush = c
-                .args
-                .iter()
-                .any(|a| a.eq_ignore_ascii_case("flushall") || a.eq_ignore_ascii_case("flushdb"));
-            let mass_del = c.via_xargs
-                && c.args
-                    .iter()
-                    .any(|a| a.eq_ignore_ascii_case("del") || a.eq_ignore_ascii_case("unlink"));
-            (flush || mass_del).then(|| "deletes every Redis key".to_string())
-        }
-        "dropdb" => Some("dropdb drops a database".to_string()),
-        "mysqladmin" => o
-            .has("drop")
-            .then(|| "mysqladmin drop drops a database".to_string()),
-        "manage.py" | "django-admin" => {
-            let zero = o.has("migrate") && o.operands().last() == Some(&"zero");
-            (o.has("flush") || o.has("reset_db") || o.has("sqlflush") || zero)
-                .then(|| "deletes all data in the Django database".to_string())
-        }
-        "prisma" => ((o.has("migrate") && o.has("reset")) || o.long("force-reset"))
-            .then(|| "prisma reset drops the database".to_string()),
-        "alembic" => (o.has("downgrade") && o.has("base"))
-            .then(|| "alembic downgrade base drops every table".to_string()),
-        "flyway" => o
-            .has("clean")
-            .then(|| "flyway clean drops every object".to_string()),
-        "liquibase" => c
-            .args
-            .iter()
-            .any(|a| a.eq_ignore_ascii_case("dropall") || a.eq_ignore_ascii_case("drop-all"))
-            .then(|| "liquibase dropAll drops every object".to_string()),
-        "npm" | "yarn" | "pnpm" => o
-            .has("unpublish")
-            .then(|| "unpublishing deletes a released package".to_string()),
-        "crontab" => o
-            .short('r')
-            .then(|| "crontab -r deletes every cron job".to_string()),
-        "python" | "python3" | "python2" | "pypy" | "pypy3" | "perl" | "ruby" | "node"
-        | "nodejs" | "php" | "deno" | "bun" | "osascript" => interpreter(c),
-        "format" if c.cmd_pos => c
-            .args
-            .iter()
-            .any(|a| {
-                let d = a.trim_end_matches(':');
-                d.len() == 1 && d.as_bytes()[0].is_ascii_alphabetic()
-            })
-            .then(|| "format erases a drive".to_string()),
-        "del" | "erase" | "rd" | "rmdir" if c.cmd_pos => c
-            .args
-            .iter()
-            .any(|a| a.eq_ignore_ascii_case("/s"))
-            .then(|| format!("{} /s deletes a directory tree", c.name)),
-        "bfg" | "git-filter-repo" => Some("rewrites repository history".to_string()),
-        n if n.eq_ignore_ascii_case("remove-item") || n.eq_ignore_ascii_case("ri") => {
-            let recurse = c.args.iter().any(|a| {
-                let a = a.to_ascii_lowercase();
-                a.len() > 2 && "-recurse".starts_with(&a)
-            });
-            let targets: Vec<&str> = c
-                .args
-                .iter()
-                .copied()
-                .filter(|a| !a.starts_with('-'))
-                .collect();
-            (recurse && (targets.is_empty() || targets.iter().any(|t| !is_trivial(t))))
-                .then(|| "Remove-Item -Recurse deletes a directory tree".to_string())
-        }
-        _ => migration_task(c.name),
+        Ok(t)
     }
+
+    fn lookup(&self, name: &str) -> Option<&Entry> {
+        let exact = self.exact.binary_search_by(|(n, _)| n.cmp(&name)).ok();
+        let i = exact.map(|k| self.exact[k].1).or_else(|| {
+            self.any_case
+                .iter()
+                .chain(self.prefixes.iter())
+                .find(|(n, i)| {
+                    if self.entries[*i].spec.prefix {
+                        name.starts_with(n)
+                    } else {
+                        name.eq_ignore_ascii_case(n)
+                    }
+                })
+                .map(|&(_, i)| i)
+        })?;
+        self.entries.get(i)
+    }
+}
+
+static TABLE: LazyLock<Table> = LazyLock::new(|| {
+    // Checked by a test; a gate without its command table would pass `rm -rf /`.
+    Table::build(&lexicon().commands)
+        .unwrap_or_else(|e| panic!("rules/commands.toml does not compile: {e}"))
+});
+
+fn table() -> &'static Table {
+    &TABLE
+}
+
+/// The code judgements `rules/commands.toml` may name.
+fn handler(name: &str) -> Option<Judgement> {
+    let j: Judgement = match name {
+        "rm" => rm,
+        "git" => |c, _| git(&c.args),
+        "dd" => |c, _| dd(&c.args),
+        "partition_table" => partition_table,
+        "perms" => perms,
+        "kill" => |c, _| kill(c),
+        "runlevel" => runlevel,
+        "find" => |c, _| find(&c.args),
+        "truncate" => |_, o| truncate(o),
+        "mv" => |_, o| mv(o),
+        "to_disk_device" => to_disk_device,
+        "rsync" => rsync,
+        "terraform" => terraform,
+        "pulumi" => |_, o| pulumi(o),
+        "kubectl" => |c, o| kubectl(&c.args, o),
+        "docker" => docker,
+        "gh" => |c, _| gh(&c.args),
+        "aws" => |_, o| aws(o),
+        "gcloud" => |_, o| gcloud(o),
+        "gsutil" => |_, o| gsutil(o),
+        "redis" => |c, _| redis(c),
+        "django" => |_, o| django(o),
+        "prisma" => |_, o| prisma(o),
+        "alembic" => |_, o| alembic(o),
+        "crontab" => |_, o| crontab(o),
+        "interpreter" => |c, _| interpreter(c),
+        "format_drive" => |c, _| format_drive(c),
+        "remove_item" => |c, _| remove_item(c),
+        _ => return None,
+    };
+    Some(j)
+}
+
+/// Judges one command occurrence by its program's entry in the command table; task names
+/// (`db:drop`) by [`migration_task`].
+fn judge(c: &Call<'_>) -> Option<String> {
+    let Some(entry) = table().lookup(c.name) else {
+        return migration_task(c.name);
+    };
+    let spec = entry.spec;
+    if spec.cmd_pos && !c.cmd_pos {
+        return None;
+    }
+    match entry.judge {
+        Judge::Always => Some(detail(&spec.detail, c.name, "")),
+        Judge::Arg => deciding_arg(spec, &c.args).map(|a| detail(&spec.detail, c.name, a)),
+        Judge::Code(f) => f(c, &Opts::new(&c.args)),
+    }
+}
+
+/// The first argument that a judge-`arg` entry names, if any.
+fn deciding_arg<'a>(spec: &CommandSpec, args: &[&'a str]) -> Option<&'a str> {
+    let eq = |a: &str, b: &str| {
+        if spec.ignore_case {
+            a.eq_ignore_ascii_case(b)
+        } else {
+            a == b
+        }
+    };
+    let starts = |a: &str, p: &str| {
+        a.len() >= p.len() && a.is_char_boundary(p.len()) && eq(&a[..p.len()], p)
+    };
+    args.iter().copied().find(|a| {
+        spec.args.iter().any(|x| eq(a, x)) || spec.arg_prefixes.iter().any(|p| starts(a, p))
+    })
+}
+
+/// A table entry's finding with `{name}` and `{arg}` filled in.
+fn detail(template: &str, name: &str, arg: &str) -> String {
+    template.replace("{name}", name).replace("{arg}", arg)
+}
+
+fn partition_table(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
+    let lists = o.short('l') || o.long("list") || o.has("print");
+    (c.args.iter().any(|a| a.starts_with("/dev/")) && !lists)
+        .then(|| format!("{} rewrites a disk's partition table", c.name))
+}
+
+fn runlevel(c: &Call<'_>, _: &Opts<'_>) -> Option<String> {
+    matches!(c.args.first(), Some(&"0") | Some(&"6"))
+        .then(|| "init takes the machine down".to_string())
+}
+
+fn to_disk_device(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
+    o.operands()
+        .iter()
+        .any(|a| is_disk_device(a))
+        .then(|| format!("{} writes straight to a disk device", c.name))
+}
+
+fn rsync(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
+    let deletes = c.args.iter().any(|a| a.starts_with("--delete"));
+    let dest = o.operands().last().copied().unwrap_or("");
+    (deletes && is_system_or_home(dest)).then(|| format!("rsync --delete onto {dest} erases it"))
+}
+
+fn terraform(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
+    let destroy = o.has("destroy")
+        || c.args.iter().any(|a| *a == "-destroy" || *a == "--destroy")
+        || (o.has("workspace") && o.has("delete"));
+    destroy.then(|| format!("{} destroy tears down infrastructure", c.name))
+}
+
+fn pulumi(o: &Opts<'_>) -> Option<String> {
+    (o.has("destroy") || (o.has("stack") && (o.has("rm") || o.has("remove"))))
+        .then(|| "pulumi destroy tears down a stack".to_string())
+}
+
+fn gcloud(o: &Opts<'_>) -> Option<String> {
+    let rec = o.short('r') || o.long("recursive");
+    (o.has("delete") || (o.has("rm") && rec))
+        .then(|| "gcloud delete removes cloud resources".to_string())
+}
+
+fn gsutil(o: &Opts<'_>) -> Option<String> {
+    (o.has("rb") || (o.has("rm") && (o.short('r') || o.short('R'))))
+        .then(|| "gsutil deletes a bucket or its objects".to_string())
+}
+
+fn redis(c: &Call<'_>) -> Option<String> {
+    let any = |words: [&str; 2]| {
+        c.args
+            .iter()
+            .any(|a| words.iter().any(|w| a.eq_ignore_ascii_case(w)))
+    };
+    let flush = any(["flushall", "flushdb"]);
+    let mass_del = c.via_xargs && any(["del", "unlink"]);
+    (flush || mass_del).then(|| "deletes every Redis key".to_string())
+}
+
+fn django(o: &Opts<'_>) -> Option<String> {
+    let zero = o.has("migrate") && o.operands().last() == Some(&"zero");
+    (o.has("flush") || o.has("reset_db") || o.has("sqlflush") || zero)
+        .then(|| "deletes all data in the Django database".to_string())
+}
+
+fn prisma(o: &Opts<'_>) -> Option<String> {
+    ((o.has("migrate") && o.has("reset")) || o.long("force-reset"))
+        .then(|| "prisma reset drops the database".to_string())
+}
+
+fn alembic(o: &Opts<'_>) -> Option<String> {
+    (o.has("downgrade") && o.has("base"))
+        .then(|| "alembic downgrade base drops every table".to_string())
+}
+
+fn crontab(o: &Opts<'_>) -> Option<String> {
+    o.short('r')
+        .then(|| "crontab -r deletes every cron job".to_string())
+}
+
+/// `format C:` (Windows).
+fn format_drive(c: &Call<'_>) -> Option<String> {
+    c.args
+        .iter()
+        .any(|a| {
+            let d = a.trim_end_matches(':');
+            d.len() == 1 && d.as_bytes()[0].is_ascii_alphabetic()
+        })
+        .then(|| "format erases a drive".to_string())
+}
+
+/// PowerShell's `Remove-Item -Recurse` (any abbreviation of `-Recurse`).
+fn remove_item(c: &Call<'_>) -> Option<String> {
+    let recurse = c.args.iter().any(|a| {
+        let a = a.to_ascii_lowercase();
+        a.len() > 2 && "-recurse".starts_with(&a)
+    });
+    let targets: Vec<&str> = c
+        .args
+        .iter()
+        .copied()
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    (recurse && (targets.is_empty() || targets.iter().any(|t| !is_trivial(t))))
+        .then(|| "Remove-Item -Recurse deletes a directory tree".to_string())
 }
 
 /// `db:drop`, `migrate:fresh`, `apps:destroy`, `schema:drop`: task names that drop data.
@@ -605,45 +643,17 @@ fn migration_task(w: &str) -> Option<String> {
     if segs.iter().any(|s| s.is_empty()) {
         return None;
     }
-    let destructive = segs.iter().any(|s| {
-        matches!(
-            *s,
-            "drop" | "purge" | "wipe" | "fresh" | "truncate" | "truncate_all" | "reset" | "destroy"
-        )
-    });
-    let scope = segs.iter().any(|s| {
-        matches!(
-            *s,
-            "db" | "database"
-                | "schema"
-                | "migrate"
-                | "migration"
-                | "migrations"
-                | "doctrine"
-                | "apps"
-                | "pg"
-                | "sites"
-        )
-    });
+    let destructive = segs.iter().any(|s| MIGRATION_VERBS.contains(s));
+    let scope = segs.iter().any(|s| MIGRATION_SCOPES.contains(s));
     (destructive && scope).then(|| format!("{w} drops or resets data"))
 }
 
 /// Words after `rm` in prose that name no file ("rm -rf the build folder").
 fn is_filler(w: &str) -> bool {
-    [
-        "the",
-        "a",
-        "an",
-        "folder",
-        "directory",
-        "dir",
-        "this",
-        "that",
-        "file",
-        "files",
-    ]
-    .iter()
-    .any(|f| w.eq_ignore_ascii_case(f))
+    RM_FILLER.contains(w)
+        || (w.len() <= 9
+            && w.bytes().any(|b| b.is_ascii_uppercase())
+            && RM_FILLER.contains(&fold(w)))
 }
 
 fn rm(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
@@ -669,8 +679,8 @@ fn rm(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
         .map(|t| format!("deletes {t}"))
 }
 
-fn git(args: &[&str]) -> Option<String> {
-    // Global options come before the subcommand; some take a value.
+/// Index of git's subcommand: global options come before it, and some take a value.
+fn git_subcommand(args: &[&str]) -> usize {
     let mut i = 0;
     while i < args.len() {
         let a = args[i];
@@ -682,29 +692,50 @@ fn git(args: &[&str]) -> Option<String> {
             break;
         }
     }
+    i
+}
+
+fn git_push(o: &Opts<'_>) -> Option<&'static str> {
+    let force = o.short('f')
+        || o.long("force")
+        || o.long_prefix("force-with-lease")
+        || o.long("force-if-includes");
+    let refspec = o
+        .operands()
+        .iter()
+        .any(|r| r.starts_with('+') || (r.starts_with(':') && r.len() > 1));
+    if force || refspec {
+        Some("git push --force rewrites remote history")
+    } else if o.long("mirror") {
+        Some("git push --mirror overwrites every remote ref")
+    } else if o.long("delete") || o.short('d') || o.long("prune") {
+        Some("git push deletes remote branches or tags")
+    } else {
+        None
+    }
+}
+
+fn git_branch(o: &Opts<'_>) -> Option<&'static str> {
+    let force_delete =
+        o.short('D') || ((o.short('d') || o.long("delete")) && (o.short('f') || o.long("force")));
+    let shared = o.operands().iter().any(|b| {
+        let b = b.trim_start_matches("origin/");
+        matches!(
+            b,
+            "main" | "master" | "trunk" | "develop" | "production" | "prod"
+        ) || b.starts_with("release")
+    });
+    (force_delete && shared).then_some("git branch -D deletes a shared branch")
+}
+
+fn git(args: &[&str]) -> Option<String> {
+    let i = git_subcommand(args);
     let sub = *args.get(i)?;
     let rest = &args[(i + 1).min(args.len())..];
     let o = Opts::new(rest);
     let found = match sub {
-        "push" => {
-            let force = o.short('f')
-                || o.long("force")
-                || o.long_prefix("force-with-lease")
-                || o.long("force-if-includes");
-            let refspec = o
-                .operands()
-                .iter()
-                .any(|r| r.starts_with('+') || (r.starts_with(':') && r.len() > 1));
-            if force || refspec {
-                Some("git push --force rewrites remote history")
-            } else if o.long("mirror") {
-                Some("git push --mirror overwrites every remote ref")
-            } else if o.long("delete") || o.short('d') || o.long("prune") {
-                Some("git push deletes remote branches or tags")
-            } else {
-                None
-            }
-        }
+        "push" => git_push(&o),
+        "branch" => git_branch(&o),
         "reset" => o
             .long("hard")
             .then_some("git reset --hard discards commits and uncommitted work"),
@@ -727,18 +758,6 @@ fn git(args: &[&str]) -> Option<String> {
             .then_some("git switch discards uncommitted changes"),
         "stash" => matches!(rest.first(), Some(&"clear") | Some(&"drop"))
             .then_some("git stash clear/drop deletes stashed work"),
-        "branch" => {
-            let force_delete = o.short('D')
-                || ((o.short('d') || o.long("delete")) && (o.short('f') || o.long("force")));
-            let shared = o.operands().iter().any(|b| {
-                let b = b.trim_start_matches("origin/");
-                matches!(
-                    b,
-                    "main" | "master" | "trunk" | "develop" | "production" | "prod"
-                ) || b.starts_with("release")
-            });
-            (force_delete && shared).then_some("git branch -D deletes a shared branch")
-        }
         "filter-branch" | "filter-repo" => Some("rewrites the repository's history"),
         "reflog" => (o.has("delete")
             || (o.has("expire") && (o.long_prefix("expire") || o.long("all"))))
@@ -1716,6 +1735,29 @@ fn statement_shaped(toks: &[(usize, &str)], obj: usize, code: bool) -> bool {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_command_table_compiles_and_names_only_known_judgements() {
+        let t = match Table::build(&lexicon().commands) {
+            Ok(t) => t,
+            Err(e) => panic!("rules/commands.toml: {e}"),
+        };
+        for name in [
+            "rm",
+            "git",
+            "mkfs.ext4",
+            "newfs_hfs",
+            "Remove-Item",
+            "RI",
+            "heroku",
+        ] {
+            assert!(t.lookup(name).is_some(), "{name}");
+        }
+        for name in ["ls", "RM", "cargo", "mkf"] {
+            assert!(t.lookup(name).is_none(), "{name}");
+        }
+        assert!(handler("no_such_judgement").is_none());
+    }
 
     fn flagged(text: &str) -> bool {
         let mut hits = Vec::new();

@@ -7,8 +7,26 @@
 //! and "Drop table support" have heads that hold no data; "Drop all the tables in the
 //! production database" does. Whether the sentence negates or guards the request ("a hook
 //! that rejects force pushes") is decided in `destructive`, for commands and words alike.
+//!
+//! Here: finding a request ([`scan`]: the verb, its object list and place phrase), reading it
+//! once (`Request`) and one judgement per verb class (reset, rewrite, overwrite, format, kill,
+//! erase) and per head noun (tables, branches, changes, records …). Not here: the words
+//! themselves (`rules/words.toml`), commands (`commands`), negation and guards
+//! (`destructive`).
 
 use super::commands::{is_artifact_name, is_system_path, Hit};
+use super::lexicon::{
+    Classes, WordSet, DETERMINERS, HEAD_BRANCH, HEAD_CHANGES, HEAD_CODE, HEAD_COLLECTION,
+    HEAD_COMMITS, HEAD_COMPUTE, HEAD_DATA, HEAD_DIR, HEAD_ENTITIES, HEAD_ENV, HEAD_EVERYTHING,
+    HEAD_FILES, HEAD_HISTORY, HEAD_INFRA, HEAD_LOGS, HEAD_PROCESS, HEAD_REPO, HEAD_ROWS,
+    HEAD_SCHEMA, HEAD_STORE, HEAD_TABLE, HEAD_TAGS, INTENT_BOUNDING, INTENT_DB, INTENT_DEVICES,
+    INTENT_DISCARD, INTENT_DOCS, INTENT_DOWNLOADS, INTENT_ERASE, INTENT_FORMAT, INTENT_GIT,
+    INTENT_KILL, INTENT_MASS, INTENT_NOUN_MARKERS, INTENT_OVERWRITE, INTENT_OWN_WORK,
+    INTENT_PLACE_PREPS, INTENT_REMOTE, INTENT_RESET, INTENT_RESET_TARGETS, INTENT_REWRITE,
+    INTENT_SAFE, INTENT_SHARED_BRANCH, INTENT_SHARED_COMMITS, INTENT_SHARED_HISTORY,
+    INTENT_SHARED_TAGS, INTENT_SHELLS, INTENT_STRONG, INTENT_VALUABLE, INTENT_VALUABLE_DIRS,
+    PHRASE_ENDS,
+};
 use super::words::{self, Break, Form, Words};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,20 +46,20 @@ enum Verb {
     Format,
 }
 
+/// Destructive verbs by class.
+static VERBS: Classes<Verb> = Classes::new(&[
+    (&INTENT_STRONG, Verb::Strong),
+    (&INTENT_ERASE, Verb::Erase),
+    (&INTENT_DISCARD, Verb::Discard),
+    (&INTENT_KILL, Verb::Kill),
+    (&INTENT_RESET, Verb::Reset),
+    (&INTENT_REWRITE, Verb::Rewrite),
+    (&INTENT_OVERWRITE, Verb::Overwrite),
+    (&INTENT_FORMAT, Verb::Format),
+]);
+
 fn verb_class(lemma: &str) -> Option<Verb> {
-    Some(match lemma {
-        "wipe" | "erase" | "nuke" | "destroy" | "obliterate" | "purge" | "trash" | "zap"
-        | "annihilate" | "shred" | "scrub" => Verb::Strong,
-        "delete" | "remove" | "drop" | "truncate" | "empty" | "clear" | "flush" | "eliminate"
-        | "scrap" | "ditch" => Verb::Erase,
-        "discard" | "lose" => Verb::Discard,
-        "kill" | "terminate" | "decommission" | "deprovision" => Verb::Kill,
-        "reset" => Verb::Reset,
-        "rewrite" | "squash" | "rebase" => Verb::Rewrite,
-        "overwrite" | "clobber" => Verb::Overwrite,
-        "format" | "reformat" | "repartition" => Verb::Format,
-        _ => return None,
-    })
+    VERBS.get(lemma)
 }
 
 /// What an object's head noun names.
@@ -71,6 +89,32 @@ enum Head {
     Everything,
 }
 
+/// Head nouns by what they name, in the order they are tried.
+static HEADS: Classes<Head> = Classes::new(&[
+    (&HEAD_STORE, Head::Store),
+    (&HEAD_REPO, Head::Repo),
+    (&HEAD_INFRA, Head::Infra),
+    (&HEAD_TABLE, Head::Table),
+    (&HEAD_COLLECTION, Head::Collection),
+    (&HEAD_SCHEMA, Head::Schema),
+    (&HEAD_HISTORY, Head::History),
+    (&HEAD_COMMITS, Head::Commits),
+    (&HEAD_CHANGES, Head::Changes),
+    (&HEAD_BRANCH, Head::Branch),
+    (&HEAD_TAGS, Head::Tags),
+    (&HEAD_PROCESS, Head::Process),
+    (&HEAD_COMPUTE, Head::Compute),
+    (&HEAD_ENV, Head::Env),
+    (&HEAD_ROWS, Head::Rows),
+    (&HEAD_ENTITIES, Head::Entities),
+    (&HEAD_FILES, Head::Files),
+    (&HEAD_DATA, Head::Data),
+    (&HEAD_CODE, Head::Code),
+    (&HEAD_LOGS, Head::Logs),
+    (&HEAD_DIR, Head::Dir),
+    (&HEAD_EVERYTHING, Head::Everything),
+]);
+
 fn singular(w: &str) -> &str {
     if w.len() > 4 && (w.ends_with("sses") || w.ends_with("ches") || w.ends_with("shes")) {
         return &w[..w.len() - 2];
@@ -87,240 +131,31 @@ fn singular(w: &str) -> &str {
 }
 
 fn head_kind(w: &str) -> Option<Head> {
-    let s = singular(w);
-    Some(match s {
-        "database" | "db" | "bucket" | "disk" | "drive" | "partition" | "filesystem"
-        | "keyspace" | "backup" | "volume" | "datastore" | "datacenter" => Head::Store,
-        "repo" | "repository" | "repositories" | "codebase" | ".git" => Head::Repo,
-        "namespace" | "cluster" | "infrastructure" | "infra" => Head::Infra,
-        "table" => Head::Table,
-        "collection" => Head::Collection,
-        "schema" => Head::Schema,
-        "history" | "histories" => Head::History,
-        "commit" => Head::Commits,
-        "change" | "work" | "edit" | "modification" => Head::Changes,
-        "branch" => Head::Branch,
-        "tag" => Head::Tags,
-        "process" => Head::Process,
-        "instance" | "server" | "machine" | "vm" | "host" | "node" | "container" | "pod"
-        | "deployment" | "service" | "droplet" | "image" | "lambda" | "function" => Head::Compute,
-        "stack" | "environment" | "env" | "account" | "project" | "org" | "organization"
-        | "subscription" | "resource" | "vpc" => Head::Env,
-        "row" | "record" | "entry" | "entries" | "document" | "object" | "key" | "item" => {
-            Head::Rows
-        }
-        "user" | "customer" | "order" | "payment" | "message" | "email" | "invoice" | "post"
-        | "comment" | "upload" | "transaction" | "secret" | "credential" => Head::Entities,
-        "file" => Head::Files,
-        "data" | "dataset" => Head::Data,
-        "code" | "source" | "sources" => Head::Code,
-        "log" => Head::Logs,
-        "directory" | "directories" | "folder" | "dir" => Head::Dir,
-        "everything" | "anything" => Head::Everything,
-        _ => return None,
-    })
+    HEADS.get(singular(w))
 }
 
 /// Modifiers that make an object disposable.
 fn is_safe(w: &str) -> bool {
-    matches!(
-        w,
-        "test"
-            | "tests"
-            | "testing"
-            | "unit"
-            | "mock"
-            | "mocked"
-            | "fake"
-            | "dummy"
-            | "sample"
-            | "example"
-            | "temp"
-            | "temporary"
-            | "tmp"
-            | "scratch"
-            | "in-memory"
-            | "inmemory"
-            | "memory"
-            | "ephemeral"
-            | "sandbox"
-            | "fixture"
-            | "fixtures"
-            | "cache"
-            | "cached"
-            | "e2e"
-            | "stub"
-            | "local-only"
-    )
+    INTENT_SAFE.contains(w)
 }
 
 /// Modifiers that narrow "all X" to some X.
 fn is_bounding(w: &str) -> bool {
-    is_safe(w)
-        || matches!(
-            w,
-            "unused"
-                | "stale"
-                | "expired"
-                | "old"
-                | "older"
-                | "obsolete"
-                | "deprecated"
-                | "orphaned"
-                | "orphan"
-                | "dangling"
-                | "duplicate"
-                | "duplicated"
-                | "duplicates"
-                | "empty"
-                | "generated"
-                | "leftover"
-                | "dead"
-                | "commented-out"
-                | "broken"
-                | "failed"
-                | "failing"
-                | "intermediate"
-                | "unreferenced"
-                | "redundant"
-                | "extra"
-                | "unnecessary"
-                | "outdated"
-                | "merged"
-                | "inactive"
-                | "invalid"
-                | "archived"
-                | "soft-deleted"
-                | "unneeded"
-                | "previous"
-                | "trailing"
-                | "blank"
-                | "debug"
-                | "spam"
-                | "unverified"
-                | "abandoned"
-                | "whose"
-                | "where"
-                | "matching"
-                | "than"
-                | "created"
-                | "marked"
-                | "flagged"
-                | "without"
-                | "that"
-                | "which"
-                | "with"
-                | "before"
-                | "since"
-                | "last"
-                | "first"
-                | "oldest"
-                | "newest"
-                | "only"
-        )
+    is_safe(w) || INTENT_BOUNDING.contains(w)
 }
 
 /// Modifiers that say the object holds real, shared or remote data.
 fn is_valuable(w: &str) -> bool {
-    matches!(
-        w,
-        "production"
-            | "prod"
-            | "live"
-            | "customer"
-            | "customers"
-            | "customer's"
-            | "real"
-            | "main"
-            | "master"
-            | "primary"
-            | "shared"
-            | "remote"
-            | "origin"
-            | "upstream"
-            | "audit"
-            | "audit_log"
-            | "billing"
-            | "payment"
-            | "payments"
-            | "financial"
-            | "s3"
-            | "ec2"
-            | "rds"
-            | "gcs"
-            | "github"
-            | "gitlab"
-            | "kubernetes"
-            | "k8s"
-            | "aws"
-            | "gcp"
-            | "azure"
-            | "cloud"
-            | "entire"
-            | "whole"
-            | "published"
-            | "pushed"
-            | "released"
-            | "release"
-            | "trunk"
-            | "develop"
-            | "default"
-            | "protected"
-    )
+    INTENT_VALUABLE.contains(w)
 }
 
 fn is_db_word(w: &str) -> bool {
-    matches!(
-        w,
-        "database"
-            | "databases"
-            | "db"
-            | "sql"
-            | "postgres"
-            | "postgresql"
-            | "mysql"
-            | "sqlite"
-            | "mongo"
-            | "mongodb"
-            | "dynamo"
-            | "dynamodb"
-            | "firestore"
-            | "schema"
-            | "rows"
-            | "records"
-            | "production"
-            | "prod"
-            | "migration"
-            | "redis"
-            | "cassandra"
-            | "bigquery"
-            | "snowflake"
-    )
+    INTENT_DB.contains(w)
 }
 
 fn is_docs_word(w: &str) -> bool {
-    matches!(
-        w,
-        "readme"
-            | "readme.md"
-            | "markdown"
-            | "docs"
-            | "documentation"
-            | "html"
-            | "page"
-            | "ui"
-            | "component"
-            | "layout"
-            | "css"
-            | "report"
-            | "table of contents"
-            | "changelog"
-            | "wiki"
-            | "slide"
-            | "tui"
-            | "view"
-            | "template"
-    ) || w.ends_with(".md")
+    INTENT_DOCS.contains(w)
+        || w.ends_with(".md")
         || w.ends_with(".html")
         || w.ends_with(".tsx")
         || w.ends_with(".jsx")
@@ -328,23 +163,7 @@ fn is_docs_word(w: &str) -> bool {
 }
 
 fn is_git_word(w: &str) -> bool {
-    matches!(
-        w,
-        "git"
-            | "commit"
-            | "commits"
-            | "repo"
-            | "repository"
-            | "branch"
-            | "main"
-            | "master"
-            | "origin"
-            | "remote"
-            | "upstream"
-            | "github"
-            | "trunk"
-            | "develop"
-    ) || w.starts_with("origin/")
+    INTENT_GIT.contains(w) || w.starts_with("origin/")
 }
 
 /// A noun phrase: token indexes of its words, with the quantifier noted.
@@ -390,7 +209,7 @@ fn noun_phrase(w: &Words, from: usize) -> Np {
             continue;
         }
         if np.words.is_empty()
-            && (words::DETERMINERS.contains(lw) || matches!(lw, "also" | "even" | "just" | "too"))
+            && (DETERMINERS.contains(lw) || matches!(lw, "also" | "even" | "just" | "too"))
         {
             k += 1;
             continue;
@@ -401,7 +220,7 @@ fn noun_phrase(w: &Words, from: usize) -> Np {
             k += 1;
             break;
         }
-        if words::PHRASE_ENDS.contains(lw) || words::DETERMINERS.contains(lw) {
+        if PHRASE_ENDS.contains(lw) || DETERMINERS.contains(lw) {
             break;
         }
         // "every process running on …", "instances tagged staging": a participle after
@@ -437,81 +256,15 @@ pub(crate) fn scan(w: &Words, hits: &mut Vec<Hit>) {
             push(w, i, i + 1, detail, hits);
             continue;
         }
-        let Some((lemma, form)) = words::verb(lw) else {
+        let Some((verb, lemma, obj_from)) = request_verb(w, i, lw) else {
             continue;
         };
-        if !matches!(form, Form::Base | Form::Ing) || w.toks[i].upper {
-            continue;
-        }
-        // "the delete button", "a soft delete", "on delete": a noun, not a request.
-        if i > 0
-            && w.toks[i].brk == Break::None
-            && matches!(
-                w.lower(i - 1),
-                "a" | "an"
-                    | "the"
-                    | "this"
-                    | "that"
-                    | "soft"
-                    | "hard"
-                    | "its"
-                    | "on"
-                    | "no"
-                    | "cascade"
-                    | "for"
-                    | "of"
-                    | "whose"
-            )
-        {
-            continue;
-        }
-        let next = w.lower(i + 1);
-        let (verb, obj_from) = match (lemma, next) {
-            ("get", "rid") if w.lower(i + 2) == "of" => (Some(Verb::Erase), i + 3),
-            ("throw", "away" | "out") => (Some(Verb::Discard), i + 2),
-            ("blow", "away") | ("wipe", "out" | "clean") => (Some(Verb::Strong), i + 2),
-            ("clean" | "clear", "out") => (Some(Verb::Erase), i + 2),
-            ("tear" | "take" | "shut" | "bring", "down") => (Some(Verb::Kill), i + 2),
-            (_, "out" | "off" | "away" | "up") => (verb_class(lemma), i + 2),
-            _ => (verb_class(lemma), i + 1),
-        };
-        let Some(verb) = verb else {
-            continue;
-        };
-        if obj_from < w.len() && w.toks[obj_from].brk != Break::None {
-            continue;
-        }
         let clause = Clause {
             w,
             start: w.clause_start(i),
             end: w.clause_end(i),
         };
-        let mut np = noun_phrase(w, obj_from);
-        let mut objects = vec![np.clone()];
-        // "containers, images and volumes": the list shares the verb and the quantifier.
-        for _ in 0..3 {
-            let k = np.end;
-            if k >= w.len() || w.toks[k].brk == Break::Hard {
-                break;
-            }
-            let start = if w.lower(k) == "and" || w.lower(k) == "or" {
-                k + 1
-            } else if w.toks[k].brk == Break::Soft {
-                k
-            } else {
-                break;
-            };
-            if start >= w.len() || words::is_base_verb(w.lower(start)) {
-                break;
-            }
-            let mut more = noun_phrase(w, start);
-            if more.words.is_empty() {
-                break;
-            }
-            more.quant |= np.quant;
-            objects.push(more.clone());
-            np = more;
-        }
+        let objects = object_list(w, obj_from);
         let pp = place(w, objects.last().map(|o| o.end).unwrap_or(obj_from));
         for obj in objects.iter() {
             if let Some(detail) = judge(w, verb, lemma, obj, pp.as_ref(), &clause) {
@@ -523,16 +276,73 @@ pub(crate) fn scan(w: &Words, hits: &mut Vec<Hit>) {
     }
 }
 
+/// Token `i` as a destructive verb asking for something (base or -ing form, not a noun like
+/// "the delete button"), with its lemma and where its object starts: "get rid of", "throw
+/// away" and "tear down" take their particles along.
+fn request_verb<'a>(w: &'a Words, i: usize, lw: &'a str) -> Option<(Verb, &'static str, usize)> {
+    let (lemma, form) = words::verb(lw)?;
+    if !matches!(form, Form::Base | Form::Ing) || w.toks[i].upper {
+        return None;
+    }
+    // "the delete button", "a soft delete", "on delete": a noun, not a request.
+    if i > 0 && w.toks[i].brk == Break::None && INTENT_NOUN_MARKERS.contains(w.lower(i - 1)) {
+        return None;
+    }
+    let next = w.lower(i + 1);
+    let (verb, obj_from) = match (lemma, next) {
+        ("get", "rid") if w.lower(i + 2) == "of" => (Some(Verb::Erase), i + 3),
+        ("throw", "away" | "out") => (Some(Verb::Discard), i + 2),
+        ("blow", "away") | ("wipe", "out" | "clean") => (Some(Verb::Strong), i + 2),
+        ("clean" | "clear", "out") => (Some(Verb::Erase), i + 2),
+        ("tear" | "take" | "shut" | "bring", "down") => (Some(Verb::Kill), i + 2),
+        (_, "out" | "off" | "away" | "up") => (verb_class(lemma), i + 2),
+        _ => (verb_class(lemma), i + 1),
+    };
+    let verb = verb?;
+    if obj_from < w.len() && w.toks[obj_from].brk != Break::None {
+        return None;
+    }
+    Some((verb, lemma, obj_from))
+}
+
+/// The object noun phrase at `from` and up to three more in a list ("containers, images and
+/// volumes"), which share the verb and the quantifier.
+fn object_list(w: &Words, from: usize) -> Vec<Np> {
+    let mut np = noun_phrase(w, from);
+    let mut objects = vec![np.clone()];
+    for _ in 0..3 {
+        let k = np.end;
+        if k >= w.len() || w.toks[k].brk == Break::Hard {
+            break;
+        }
+        let start = if w.lower(k) == "and" || w.lower(k) == "or" {
+            k + 1
+        } else if w.toks[k].brk == Break::Soft {
+            k
+        } else {
+            break;
+        };
+        if start >= w.len() || words::is_base_verb(w.lower(start)) {
+            break;
+        }
+        let mut more = noun_phrase(w, start);
+        if more.words.is_empty() {
+            break;
+        }
+        more.quant |= np.quant;
+        objects.push(more.clone());
+        np = more;
+    }
+    objects
+}
+
 /// A place phrase after the object: "from the users table", "on the remote", "in prod".
 fn place(w: &Words, at: usize) -> Option<Np> {
     if at >= w.len() || w.toks[at].brk == Break::Hard {
         return None;
     }
     let lw = w.lower(at);
-    if !matches!(
-        lw,
-        "in" | "on" | "from" | "of" | "across" | "inside" | "at" | "under" | "within" | "for"
-    ) {
+    if !INTENT_PLACE_PREPS.contains(lw) {
         return None;
     }
     let np = noun_phrase(w, at + 1);
@@ -555,8 +365,41 @@ fn push(w: &Words, a: usize, b: usize, detail: String, hits: &mut Vec<Hit>) {
 fn special_phrase(w: &Words, i: usize, lw: &str) -> Option<String> {
     let next = w.lower(i + 1);
     let same_phrase = |k: usize| k < w.len() && w.toks[k].brk == Break::None;
+    if let Some(found) = force_push(w, i, lw) {
+        return Some(found);
+    }
+    if (lw == "hard" && same_phrase(i + 1) && matches!(next, "reset" | "resetting"))
+        || lw == "hard-reset"
+        || (matches!(lw, "reset" | "resetting") && same_phrase(i + 1) && next == "--hard")
+    {
+        return Some("hard reset discards work".to_string());
+    }
+    if (lw == "fork" && same_phrase(i + 1) && matches!(next, "bomb" | "bombs")) || lw == "forkbomb"
+    {
+        return Some("fork bomb".to_string());
+    }
+    if matches!(lw, "pipe" | "piping" | "pipes" | "feed" | "feeding") {
+        return pipe_to_shell(w, i);
+    }
+    if lw == "world-writable" || (lw == "world" && next == "writable") || lw == "777" {
+        let c = Clause {
+            w,
+            start: w.clause_start(i),
+            end: w.clause_end(i),
+        };
+        let mass = c.any(|t| INTENT_MASS.contains(t));
+        if mass {
+            return Some("makes everything world-writable".to_string());
+        }
+    }
+    None
+}
+
+/// force push, force-push, force-pushing, push --force, push -f, forcibly push.
+fn force_push(w: &Words, i: usize, lw: &str) -> Option<String> {
+    let next = w.lower(i + 1);
+    let same_phrase = |k: usize| k < w.len() && w.toks[k].brk == Break::None;
     let is_push = |s: &str| matches!(s, "push" | "pushes" | "pushing" | "pushed" | "push-to");
-    // force push, force-push, force-pushing, push --force, push -f, forcibly push
     if let Some(rest) = lw
         .strip_prefix("force-")
         .or_else(|| lw.strip_prefix("force_"))
@@ -587,44 +430,6 @@ fn special_phrase(w: &Words, i: usize, lw: &str) -> Option<String> {
             }
         }
     }
-    if (lw == "hard" && same_phrase(i + 1) && matches!(next, "reset" | "resetting"))
-        || lw == "hard-reset"
-        || (matches!(lw, "reset" | "resetting") && same_phrase(i + 1) && next == "--hard")
-    {
-        return Some("hard reset discards work".to_string());
-    }
-    if (lw == "fork" && same_phrase(i + 1) && matches!(next, "bomb" | "bombs")) || lw == "forkbomb"
-    {
-        return Some("fork bomb".to_string());
-    }
-    if matches!(lw, "pipe" | "piping" | "pipes" | "feed" | "feeding") {
-        return pipe_to_shell(w, i);
-    }
-    if lw == "world-writable" || (lw == "world" && next == "writable") || lw == "777" {
-        let c = Clause {
-            w,
-            start: w.clause_start(i),
-            end: w.clause_end(i),
-        };
-        let mass = c.any(|t| {
-            matches!(
-                t,
-                "every"
-                    | "all"
-                    | "entire"
-                    | "whole"
-                    | "system"
-                    | "everything"
-                    | "recursively"
-                    | "/"
-                    | "home"
-                    | "filesystem"
-            )
-        });
-        if mass {
-            return Some("makes everything world-writable".to_string());
-        }
-    }
     None
 }
 
@@ -636,34 +441,13 @@ fn pipe_to_shell(w: &Words, i: usize) -> Option<String> {
     };
     let into_shell = (i + 1..c.end).any(|k| {
         matches!(w.lower(k), "into" | "to" | "through" | "straight")
-            && (k + 1..(k + 4).min(c.end)).any(|m| {
-                matches!(
-                    w.lower(m),
-                    "bash" | "sh" | "zsh" | "shell" | "sudo" | "python" | "interpreter" | "iex"
-                )
-            })
+            && (k + 1..(k + 4).min(c.end)).any(|m| INTENT_SHELLS.contains(w.lower(m)))
     });
-    let download = c.any(|t| {
-        matches!(
-            t,
-            "internet"
-                | "url"
-                | "curl"
-                | "wget"
-                | "download"
-                | "downloaded"
-                | "remote"
-                | "online"
-                | "web"
-                | "website"
-                | "installer"
-                | "script"
-                | "gist"
-        ) || t.starts_with("http")
-    });
+    let download = c.any(|t| INTENT_DOWNLOADS.contains(t) || t.starts_with("http"));
     (into_shell && download).then(|| "pipes a downloaded script into a shell".to_string())
 }
 
+/// Judges one verb and object: what the request would destroy, if anything.
 fn judge(
     w: &Words,
     verb: Verb,
@@ -672,345 +456,322 @@ fn judge(
     pp: Option<&Np>,
     clause: &Clause<'_>,
 ) -> Option<String> {
-    let head_idx = obj.head_in(w)?;
-    let head = w.lower(head_idx);
-    let mods: Vec<&str> = obj.words.iter().map(|&k| w.lower(k)).collect();
-    let pp_words: Vec<&str> = pp
-        .map(|p| p.words.iter().map(|&k| w.lower(k)).collect())
-        .unwrap_or_default();
-    let pp_head = pp.and_then(|p| p.head_in(w)).map(|k| w.lower(k));
-    let pp_kind = pp_head.and_then(head_kind);
-    // Words right after the object, up to the next break: "the database used by tests".
-    let tail: Vec<&str> = {
-        let mut v = Vec::new();
-        let mut k = pp.map(|p| p.end).unwrap_or(obj.end);
-        while k < w.len() && k < clause.end && w.toks[k].brk == Break::None && v.len() < 8 {
-            v.push(w.lower(k));
-            k += 1;
-        }
-        v
-    };
-    let valuable = obj
-        .words
-        .iter()
-        .filter(|&&k| k != head_idx)
-        .map(|&k| w.lower(k))
-        .chain(pp_words.iter().copied())
-        .any(is_valuable);
-    let safe = !valuable
-        && mods
-            .iter()
-            .chain(pp_words.iter())
-            .chain(tail.iter())
-            .any(|m| is_safe(m) || m.starts_with("test_") || m.ends_with("_test"));
-    let bounded = mods.iter().chain(tail.iter()).any(|m| is_bounding(m))
-        || tail
-            .first()
-            .is_some_and(|t| matches!(*t, "older" | "newer" | "where" | "whose"));
-    let git_ctx = mods.iter().any(|m| is_git_word(m)) || clause.any(is_git_word);
-    let db_ctx =
-        mods.iter().chain(pp_words.iter()).any(|m| is_db_word(m)) || clause.any(is_db_word);
-    let docs_ctx = clause.any(is_docs_word);
-    let artifact_place = pp_words.iter().any(|p| is_artifact_name(p) || is_safe(p));
-    let system_path = mods
-        .iter()
-        .chain(pp_words.iter())
-        .find(|m| is_system_path(m));
-    let kind = head_kind(head);
-    let what = |s: &str| Some(format!("{lemma} {s}"));
-
-    // Paths: "delete ~/projects", "remove the .git directory", "wipe /var/lib/postgresql".
-    // A command being edited ("remove the `rm -rf ~/tmp` call") is judged as a command.
-    let names_command = mods
-        .iter()
-        .any(|m| m.starts_with('-') || matches!(*m, "rm" | "sudo" | "git" | "chmod" | "chown"));
-    if let Some(p) = system_path.filter(|_| !names_command) {
-        if matches!(
-            verb,
-            Verb::Strong | Verb::Erase | Verb::Discard | Verb::Format
-        ) {
-            return what(p);
-        }
+    let r = Request::read(w, verb, lemma, obj, pp, clause)?;
+    if let Some(found) = r.path_target() {
+        return Some(found);
     }
-    if mods
-        .iter()
-        .any(|m| *m == ".git" || m.starts_with(".git/") || m.ends_with("/.git"))
-        && matches!(verb, Verb::Strong | Verb::Erase | Verb::Discard)
-    {
-        return what("the .git directory");
-    }
-
     match verb {
-        Verb::Reset => {
-            let target = mods.iter().any(|m| {
-                matches!(
-                    *m,
-                    "branch"
-                        | "repo"
-                        | "repository"
-                        | "head"
-                        | "tree"
-                        | "worktree"
-                        | "workspace"
-                        | "checkout"
-                        | "clone"
-                        | "main"
-                        | "master"
-                        | "changes"
-                        | "work"
-                        | "everything"
-                        | "history"
-                        | "database"
-                        | "db"
-                )
-            });
-            let to_remote = clause.any(|t| {
-                t.starts_with("origin/") || t.starts_with("upstream/") || t.starts_with("head~")
-            });
-            return ((target && !safe) || to_remote).then(|| format!("reset {head}"));
-        }
-        Verb::Rewrite => {
-            // Rewriting local work is ordinary; rewriting what others share is not.
-            // "rebase X on main": main is the base, not what is rewritten.
-            let place: &[&str] = if lemma == "rebase" { &[] } else { &pp_words };
-            let shared = mods.iter().chain(place.iter()).chain(tail.iter()).any(|m| {
-                matches!(
-                    *m,
-                    "main"
-                        | "master"
-                        | "trunk"
-                        | "develop"
-                        | "remote"
-                        | "origin"
-                        | "upstream"
-                        | "published"
-                        | "pushed"
-                        | "shared"
-                        | "production"
-                        | "release"
-                        | "entire"
-                        | "whole"
-                        | "git"
-                ) || m.starts_with("origin/")
-            }) || obj.quant;
-            let hit = match kind {
-                Some(Head::History) => git_ctx,
-                Some(Head::Commits) | Some(Head::Branch) => shared,
-                _ => false,
-            };
-            return (hit && !safe).then(|| format!("{lemma} shared git history"));
-        }
-        Verb::Overwrite => {
-            let remote = mods.iter().chain(pp_words.iter()).any(|m| {
-                matches!(
-                    *m,
-                    "remote"
-                        | "origin"
-                        | "upstream"
-                        | "main"
-                        | "master"
-                        | "history"
-                        | "production"
-                        | "prod"
-                ) || m.starts_with("origin/")
-            });
-            return remote.then(|| format!("overwrite {head}"));
-        }
-        Verb::Format => {
-            return matches!(
-                singular(head),
-                "disk"
-                    | "drive"
-                    | "partition"
-                    | "volume"
-                    | "ssd"
-                    | "hdd"
-                    | "card"
-                    | "usb"
-                    | "filesystem"
-            )
-            .then(|| format!("format a {head}"));
-        }
-        Verb::Kill => {
-            return match kind {
-                Some(Head::Process) => {
-                    let by_name = obj.words.len() >= 2 && singular(head) != head;
-                    (obj.quant || by_name).then(|| format!("kill {head}"))
-                }
-                // Teardown of a cluster or an environment is destructive whichever one it is;
-                // stopping one server is not.
-                Some(Head::Infra | Head::Store) => (!safe).then(|| format!("{lemma} {head}")),
-                Some(Head::Env) => {
-                    let teardown =
-                        matches!(lemma, "tear" | "take" | "decommission" | "deprovision");
-                    ((obj.quant || valuable || teardown) && !safe)
-                        .then(|| format!("{lemma} {head}"))
-                }
-                Some(Head::Compute) => {
-                    ((obj.quant || valuable) && !safe).then(|| format!("{lemma} {head}"))
-                }
-                Some(Head::Everything) => Some(format!("{lemma} everything")),
-                _ => None,
-            };
-        }
-        Verb::Strong | Verb::Erase | Verb::Discard => {}
+        Verb::Reset => r.reset(),
+        Verb::Rewrite => r.rewrite(),
+        Verb::Overwrite => r.overwrite(),
+        Verb::Format => r.format(),
+        Verb::Kill => r.kill(),
+        Verb::Strong | Verb::Erase | Verb::Discard => r.erase(),
+    }
+}
+
+/// What a verb-object request says, read once for every judgement.
+struct Request<'a> {
+    verb: Verb,
+    lemma: &'a str,
+    head: &'a str,
+    kind: Option<Head>,
+    /// Every word of the object, head included.
+    mods: Vec<&'a str>,
+    /// The place phrase's words ("from the users table").
+    pp_words: Vec<&'a str>,
+    pp_head: Option<&'a str>,
+    /// Words right after the object, up to the next break: "the database used by tests".
+    tail: Vec<&'a str>,
+    quant: bool,
+    obj_len: usize,
+    clause: &'a Clause<'a>,
+    /// Real, shared or remote data (a modifier other than the head says so).
+    valuable: bool,
+    /// Disposable (test, tmp, cache …) and not valuable.
+    safe: bool,
+    /// Narrowed to some of the things ("unused", "older than …").
+    bounded: bool,
+}
+
+impl<'a> Request<'a> {
+    fn read(
+        w: &'a Words,
+        verb: Verb,
+        lemma: &'a str,
+        obj: &Np,
+        pp: Option<&Np>,
+        clause: &'a Clause<'a>,
+    ) -> Option<Request<'a>> {
+        let head_idx = obj.head_in(w)?;
+        let head = w.lower(head_idx);
+        let mods: Vec<&str> = obj.words.iter().map(|&k| w.lower(k)).collect();
+        let pp_words: Vec<&str> = pp
+            .map(|p| p.words.iter().map(|&k| w.lower(k)).collect())
+            .unwrap_or_default();
+        let tail = tail_words(w, pp.map(|p| p.end).unwrap_or(obj.end), clause.end);
+        let valuable = obj
+            .words
+            .iter()
+            .filter(|&&k| k != head_idx)
+            .map(|&k| w.lower(k))
+            .chain(pp_words.iter().copied())
+            .any(is_valuable);
+        let safe = !valuable
+            && mods
+                .iter()
+                .chain(pp_words.iter())
+                .chain(tail.iter())
+                .any(|m| is_safe(m) || m.starts_with("test_") || m.ends_with("_test"));
+        let bounded = mods.iter().chain(tail.iter()).any(|m| is_bounding(m))
+            || tail
+                .first()
+                .is_some_and(|t| matches!(*t, "older" | "newer" | "where" | "whose"));
+        Some(Request {
+            verb,
+            lemma,
+            head,
+            kind: head_kind(head),
+            pp_head: pp.and_then(|p| p.head_in(w)).map(|k| w.lower(k)),
+            mods,
+            pp_words,
+            tail,
+            quant: obj.quant,
+            obj_len: obj.words.len(),
+            clause,
+            valuable,
+            safe,
+            bounded,
+        })
     }
 
-    let strong = verb == Verb::Strong;
-    // "wipe the Redis cache in production": wiping anything in production is destructive.
-    let live = mods
-        .iter()
-        .chain(pp_words.iter())
-        .any(|m| matches!(*m, "production" | "prod" | "live"));
-    if strong && live && !safe {
-        return what(&format!("{head} in production"));
+    fn what(&self, s: &str) -> Option<String> {
+        Some(format!("{} {s}", self.lemma))
     }
-    let kind = kind?;
-    let hit = match kind {
-        Head::Everything => !artifact_place,
-        Head::Store => !safe,
-        Head::Repo => !safe,
-        Head::Infra => !safe && (head != "namespace" && head != "namespaces" || valuable || strong),
-        Head::Table => {
-            let tablish = mods
-                .iter()
-                .take(mods.len().saturating_sub(1))
-                .any(|m| m.contains('_') || m.ends_with('s') || is_valuable(m));
-            let eraser = strong
-                || matches!(
-                    lemma,
-                    "drop" | "truncate" | "empty" | "clear" | "delete" | "remove"
-                );
-            eraser && (tablish || db_ctx || obj.quant) && !docs_ctx && !safe
+
+    /// Object and place words, for modifiers that may stand in either.
+    fn obj_and_place(&self) -> impl Iterator<Item = &&'a str> {
+        self.mods.iter().chain(self.pp_words.iter())
+    }
+
+    fn git_ctx(&self) -> bool {
+        self.mods.iter().any(|m| is_git_word(m)) || self.clause.any(is_git_word)
+    }
+
+    fn db_ctx(&self) -> bool {
+        self.obj_and_place().any(|m| is_db_word(m)) || self.clause.any(is_db_word)
+    }
+
+    /// Paths: "delete ~/projects", "remove the .git directory", "wipe /var/lib/postgresql".
+    /// A command being edited ("remove the `rm -rf ~/tmp` call") is judged as a command.
+    fn path_target(&self) -> Option<String> {
+        let names_command = self
+            .mods
+            .iter()
+            .any(|m| m.starts_with('-') || matches!(*m, "rm" | "sudo" | "git" | "chmod" | "chown"));
+        let erases = matches!(self.verb, Verb::Strong | Verb::Erase | Verb::Discard);
+        if let Some(p) = self.obj_and_place().find(|m| is_system_path(m)) {
+            if !names_command && (erases || self.verb == Verb::Format) {
+                return self.what(p);
+            }
         }
-        Head::Collection => {
-            let eraser = strong || matches!(lemma, "drop" | "truncate" | "empty" | "delete");
-            eraser && db_ctx && !safe
+        let git_dir = |m: &&str| *m == ".git" || m.starts_with(".git/") || m.ends_with("/.git");
+        (erases && self.mods.iter().any(git_dir))
+            .then(|| self.what("the .git directory"))
+            .flatten()
+    }
+
+    fn reset(&self) -> Option<String> {
+        let target = self.mods.iter().any(|m| INTENT_RESET_TARGETS.contains(m));
+        let to_remote = self.clause.any(|t| {
+            t.starts_with("origin/") || t.starts_with("upstream/") || t.starts_with("head~")
+        });
+        ((target && !self.safe) || to_remote).then(|| format!("reset {}", self.head))
+    }
+
+    /// Rewriting local work is ordinary; rewriting what others share is not. "rebase X on
+    /// main": main is the base, not what is rewritten.
+    fn rewrite(&self) -> Option<String> {
+        let place: &[&str] = if self.lemma == "rebase" {
+            &[]
+        } else {
+            &self.pp_words
+        };
+        let shared = self
+            .mods
+            .iter()
+            .chain(place.iter())
+            .chain(self.tail.iter())
+            .any(|m| INTENT_SHARED_HISTORY.contains(m) || m.starts_with("origin/"))
+            || self.quant;
+        let hit = match self.kind {
+            Some(Head::History) => self.git_ctx(),
+            Some(Head::Commits) | Some(Head::Branch) => shared,
+            _ => false,
+        };
+        (hit && !self.safe).then(|| format!("{} shared git history", self.lemma))
+    }
+
+    fn overwrite(&self) -> Option<String> {
+        let remote = self
+            .obj_and_place()
+            .any(|m| INTENT_REMOTE.contains(m) || m.starts_with("origin/"));
+        remote.then(|| format!("overwrite {}", self.head))
+    }
+
+    fn format(&self) -> Option<String> {
+        INTENT_DEVICES
+            .contains(singular(self.head))
+            .then(|| format!("format a {}", self.head))
+    }
+
+    /// Teardown of a cluster or an environment is destructive whichever one it is; stopping
+    /// one server is not.
+    fn kill(&self) -> Option<String> {
+        let (lemma, head, safe) = (self.lemma, self.head, self.safe);
+        let hit = match self.kind? {
+            Head::Process => {
+                let by_name = self.obj_len >= 2 && singular(head) != head;
+                return (self.quant || by_name).then(|| format!("kill {head}"));
+            }
+            Head::Infra | Head::Store => !safe,
+            Head::Env => {
+                let teardown = matches!(lemma, "tear" | "take" | "decommission" | "deprovision");
+                (self.quant || self.valuable || teardown) && !safe
+            }
+            Head::Compute => (self.quant || self.valuable) && !safe,
+            Head::Everything => return Some(format!("{lemma} everything")),
+            _ => false,
+        };
+        hit.then(|| format!("{lemma} {head}"))
+    }
+
+    /// Erasing verbs (wipe, delete, discard …): by what the object's head names.
+    fn erase(&self) -> Option<String> {
+        let strong = self.verb == Verb::Strong;
+        // "wipe the Redis cache in production": wiping anything in production is destructive.
+        let live = self
+            .obj_and_place()
+            .any(|m| matches!(*m, "production" | "prod" | "live"));
+        if strong && live && !self.safe {
+            return self.what(&format!("{} in production", self.head));
         }
-        Head::Schema => (db_ctx || valuable || strong) && !safe,
-        Head::History => git_ctx && !safe,
-        Head::Commits => {
-            (obj.quant
-                || clause.any(|t| {
-                    matches!(
-                        t,
-                        "main"
-                            | "master"
-                            | "remote"
-                            | "origin"
-                            | "upstream"
-                            | "published"
-                            | "pushed"
-                            | "shared"
-                            | "trunk"
-                    )
-                }))
-                && !safe
+        let kind = self.kind?;
+        self.erases(kind).then(|| self.object_text(kind)).flatten()
+    }
+
+    fn erases(&self, kind: Head) -> bool {
+        let strong = self.verb == Verb::Strong;
+        let safe = self.safe;
+        match kind {
+            Head::Everything => !self.artifact_place(),
+            Head::Store | Head::Repo => !safe,
+            Head::Infra => {
+                let namespace = matches!(self.head, "namespace" | "namespaces");
+                !safe && (!namespace || self.valuable || strong)
+            }
+            Head::Table => self.erases_table(),
+            Head::Collection => {
+                let eraser =
+                    strong || matches!(self.lemma, "drop" | "truncate" | "empty" | "delete");
+                eraser && self.db_ctx() && !safe
+            }
+            Head::Schema => (self.db_ctx() || self.valuable || strong) && !safe,
+            Head::History => self.git_ctx() && !safe,
+            Head::Commits => {
+                (self.quant || self.clause.any(|t| INTENT_SHARED_COMMITS.contains(t))) && !safe
+            }
+            Head::Changes => self.discards_work(),
+            Head::Branch => self.shared_or_all(&INTENT_SHARED_BRANCH),
+            Head::Tags => self.shared_or_all(&INTENT_SHARED_TAGS),
+            Head::Process => self.quant,
+            Head::Compute | Head::Env => {
+                (strong || self.quant || self.valuable) && !safe && !self.bounded
+            }
+            Head::Rows | Head::Entities | Head::Files | Head::Data | Head::Code | Head::Logs => {
+                self.erases_records()
+            }
+            Head::Dir => self.mods.iter().any(|m| INTENT_VALUABLE_DIRS.contains(m)) && !safe,
         }
-        Head::Changes => {
-            let work_words = mods.iter().chain(tail.iter()).any(|m| {
-                matches!(
-                    *m,
-                    "uncommitted"
-                        | "local"
-                        | "unstaged"
-                        | "unsaved"
-                        | "working"
-                        | "my"
-                        | "our"
-                        | "pending"
-                        | "staged"
-                )
-            });
-            let discard = verb == Verb::Discard || strong;
-            !safe && (discard || work_words || (obj.quant && git_ctx))
-        }
-        Head::Branch => {
-            let shared = mods
-                .iter()
-                .chain(pp_words.iter())
-                .chain(tail.iter())
-                .any(|m| {
-                    matches!(
-                        *m,
-                        "main"
-                            | "master"
-                            | "trunk"
-                            | "develop"
-                            | "production"
-                            | "prod"
-                            | "release"
-                            | "remote"
-                            | "origin"
-                            | "default"
-                            | "protected"
-                            | "shared"
-                            | "upstream"
-                    )
-                });
-            (shared || (obj.quant && !bounded)) && !safe
-        }
-        Head::Tags => {
-            let shared = mods
-                .iter()
-                .chain(pp_words.iter())
-                .chain(tail.iter())
-                .any(|m| {
-                    matches!(
-                        *m,
-                        "remote" | "origin" | "published" | "release" | "upstream"
-                    )
-                });
-            (shared || obj.quant && !bounded) && !safe
-        }
-        Head::Process => obj.quant,
-        Head::Compute | Head::Env => (strong || obj.quant || valuable) && !safe && !bounded,
-        Head::Rows | Head::Entities | Head::Files | Head::Data | Head::Code | Head::Logs => {
-            let from_store = matches!(
-                pp_kind,
-                Some(Head::Table | Head::Collection | Head::Store | Head::Schema)
+    }
+
+    /// The place names a build artifact or a disposable thing ("everything in target/").
+    fn artifact_place(&self) -> bool {
+        self.pp_words
+            .iter()
+            .any(|p| is_artifact_name(p) || is_safe(p))
+    }
+
+    /// A table in a database ("the users table", "all tables"), not a table in a document.
+    fn erases_table(&self) -> bool {
+        let mods = &self.mods;
+        let tablish = mods
+            .iter()
+            .take(mods.len().saturating_sub(1))
+            .any(|m| m.contains('_') || m.ends_with('s') || is_valuable(m));
+        let eraser = self.verb == Verb::Strong
+            || matches!(
+                self.lemma,
+                "drop" | "truncate" | "empty" | "clear" | "delete" | "remove"
             );
-            let scoped_away = artifact_place;
-            !safe && !bounded && !scoped_away && (obj.quant || valuable || strong || from_store)
+        let docs_ctx = self.clause.any(is_docs_word);
+        eraser && (tablish || self.db_ctx() || self.quant) && !docs_ctx && !self.safe
+    }
+
+    /// Unsaved work: "throw away my uncommitted changes".
+    fn discards_work(&self) -> bool {
+        let work_words = self
+            .mods
+            .iter()
+            .chain(self.tail.iter())
+            .any(|m| INTENT_OWN_WORK.contains(m));
+        let discard = matches!(self.verb, Verb::Discard | Verb::Strong);
+        !self.safe && (discard || work_words || (self.quant && self.git_ctx()))
+    }
+
+    /// Shared branches or tags, or all of them.
+    fn shared_or_all(&self, shared_words: &WordSet) -> bool {
+        let shared = self
+            .obj_and_place()
+            .chain(self.tail.iter())
+            .any(|m| shared_words.contains(m));
+        (shared || (self.quant && !self.bounded)) && !self.safe
+    }
+
+    /// Records, files, data: all of them, valuable ones, or taken from a store.
+    fn erases_records(&self) -> bool {
+        let from_store = matches!(
+            self.pp_head.and_then(head_kind),
+            Some(Head::Table | Head::Collection | Head::Store | Head::Schema)
+        );
+        let wide = self.quant || self.valuable || self.verb == Verb::Strong || from_store;
+        !self.safe && !self.bounded && !self.artifact_place() && wide
+    }
+
+    /// The finding: "drop all the tables in database".
+    fn object_text(&self, kind: Head) -> Option<String> {
+        let mut text = String::new();
+        if self.quant && kind != Head::Everything {
+            text.push_str("all ");
         }
-        Head::Dir => {
-            mods.iter().any(|m| {
-                matches!(
-                    *m,
-                    "home"
-                        | "root"
-                        | ".git"
-                        | "git"
-                        | "source"
-                        | "src"
-                        | "project"
-                        | "repo"
-                        | "data"
-                        | "system"
-                        | "entire"
-                        | "whole"
-                        | "user"
-                        | "users"
-                        | "documents"
-                        | "backup"
-                        | "backups"
-                )
-            }) && !safe
+        text.push_str(&self.mods.join(" "));
+        if let Some(ph) = self.pp_head {
+            text.push_str(" in ");
+            text.push_str(ph);
         }
-    };
-    if !hit {
-        return None;
+        self.what(text.trim())
     }
-    let mut obj_text = String::new();
-    if obj.quant && !matches!(kind, Head::Everything) {
-        obj_text.push_str("all ");
+}
+
+/// Up to 8 words from `from`, inside the clause and without a break.
+fn tail_words(w: &Words, from: usize, clause_end: usize) -> Vec<&str> {
+    let mut v = Vec::new();
+    let mut k = from;
+    while k < w.len() && k < clause_end && w.toks[k].brk == Break::None && v.len() < 8 {
+        v.push(w.lower(k));
+        k += 1;
     }
-    obj_text.push_str(&mods.join(" "));
-    if let Some(ph) = pp_head {
-        obj_text.push_str(" in ");
-        obj_text.push_str(ph);
-    }
-    what(obj_text.trim())
+    v
 }
 
 #[cfg(test)]

@@ -13,7 +13,8 @@
 //! - cross-contamination (names another live session's project or path, not its own) → same;
 //! - non-imperative (a report of finished work) → same.
 //!
-//! Layout: `words` (prose tokens, verb forms), `shell` (a lenient shell lexer), `commands`
+//! Layout: `lexicon` (the word lists and command table of `rules/*.toml`, and the one word
+//! normaliser), `words` (prose tokens, verb forms), `shell` (a lenient shell lexer), `commands`
 //! (the command judge, SQL and friends), `intent` (destructive requests in words),
 //! `destructive` (both, minus what the sentence negates or guards), `status`, `repeat`,
 //! `contamination`, `mood`; [`escape`] (rotating phase-specific escape prompts) and
@@ -24,6 +25,7 @@ mod contamination;
 mod destructive;
 pub mod escape;
 mod intent;
+mod lexicon;
 pub mod limits;
 mod mood;
 mod repeat;

@@ -17,7 +17,11 @@
 use super::words::is_sep_char;
 use std::sync::{Arc, Mutex};
 
-use super::words::{self, Form, WordSet};
+use super::lexicon::{
+    fold_into, REPEAT_EXTS as EXTS, REPEAT_LEAD as LEAD, REPEAT_STOP as STOP,
+    REPEAT_VALUES as VALUES,
+};
+use super::words::{self, Form};
 
 /// Trims, collapses whitespace runs to one space, case-folds and drops trailing `.`, `!`
 /// and `?`: two prompts equal after this are the same prompt.
@@ -34,11 +38,7 @@ pub(crate) fn normalize_into(s: &str, out: &mut String) {
         if !out.is_empty() {
             out.push(' ');
         }
-        if word.is_ascii() {
-            out.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
-        } else {
-            out.extend(word.chars().flat_map(char::to_lowercase));
-        }
+        fold_into(word, out);
     }
     while out.ends_with(['.', '!', '?']) || out.ends_with(char::is_whitespace) {
         out.pop();
@@ -264,27 +264,6 @@ fn hash(s: &str) -> u64 {
     h
 }
 
-/// Words that open a prompt without being its action: "please", "once more", "let's".
-static LEAD: WordSet = WordSet::new(
-    "please now then next also just first and ok okay so can could would will you go ahead \
-     let's lets let us once more again quickly still instead try to need we i want should must",
-);
-
-/// Words that carry no target.
-static STOP: WordSet = WordSet::new(
-    "a an the this that these those it its it's they them their there we us our you your i me \
-     my he she is are was were be been being am do does did don't doesn't have has had will \
-     would should could can may might must shall to of in on at by for from with without into \
-     onto over under about as and or but nor so if then than when once while where which who \
-     what why how all any each every some only just also too very please now again more most \
-     yet still already not no own same other another such via using use up out off down around \
-     after before until through per including include covering ok okay sure instead here make \
-     let let's try go ahead one everything except otherwise isn't they're you're we're \
-     whenever thing things way across throughout everywhere whatever during within inside \
-     outside between against toward towards among along above below behind beyond near like \
-     unlike because since unless whether although though upon onto via rather",
-);
-
 /// Words shaped like adjectives: they qualify a target without naming another one.
 fn is_adjective(w: &str) -> bool {
     const SUFFIXES: [&str; 11] = [
@@ -341,21 +320,6 @@ fn is_adverb(w: &str) -> bool {
     )
 }
 
-/// Words that name a value: a test case or setting with another of these is another case.
-static VALUES: WordSet = WordSet::new(
-    "zero one two three four five six seven eight nine ten hundred thousand million negative \
-     positive empty null nil none true false large huge small tiny long short invalid valid \
-     missing malformed unicode ascii duplicate nested expired unauthorized unauthenticated utc \
-     odd even first last",
-);
-
-/// File extensions that make a word a file name.
-static EXTS: WordSet = WordSet::new(
-    "rs py js ts tsx jsx go swift java kt rb c h cpp hpp cs md toml yaml yml json sh sql html \
-     css scss vue svelte php ex exs lock txt cfg ini xml gradle proto tf mjs cjs m mm dart lua \
-     zig nim r",
-);
-
 /// Spelling variants and synonyms folded before comparison.
 fn synonym(w: &str) -> Option<&'static str> {
     Some(match w {
@@ -384,11 +348,7 @@ fn synonym(w: &str) -> Option<&'static str> {
 /// A light stemmer: plural, -ing, -ed, -ation/-tion, final -e; synonyms folded.
 fn stem(w: &str, out: &mut String) {
     out.clear();
-    if w.is_ascii() {
-        out.extend(w.bytes().map(|b| char::from(b.to_ascii_lowercase())));
-    } else {
-        out.extend(w.chars().flat_map(char::to_lowercase));
-    }
+    fold_into(w, out);
     if out.ends_with("'s") {
         out.truncate(out.len() - 2);
     }
@@ -668,11 +628,7 @@ impl Builder {
     fn lowered(&mut self, s: &str) -> String {
         let mut low = std::mem::take(&mut self.low);
         low.clear();
-        if s.is_ascii() {
-            low.extend(s.bytes().map(|b| char::from(b.to_ascii_lowercase())));
-        } else {
-            low.extend(s.chars().flat_map(char::to_lowercase));
-        }
+        fold_into(s, &mut low);
         low
     }
 

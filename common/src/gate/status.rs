@@ -5,6 +5,7 @@
 //! should be 201" and "Run git status, then commit the staged changes" direct work. The rule
 //! is: some report request, and no clause that directs work.
 
+use super::lexicon::{fold, LEAD_INS, STATUS_FILLER, STATUS_REPORT_VERBS, STOPWORDS};
 use super::words::{self, Break, Words};
 
 /// Characters that render as nothing.
@@ -24,51 +25,8 @@ fn invisible(c: char) -> bool {
 
 /// Filler that carries no instruction.
 fn is_filler(w: &str) -> bool {
-    matches!(
-        w,
-        "ok" | "okay"
-            | "k"
-            | "kk"
-            | "yes"
-            | "yep"
-            | "yeah"
-            | "yup"
-            | "ya"
-            | "no"
-            | "nope"
-            | "nah"
-            | "sure"
-            | "fine"
-            | "cool"
-            | "nice"
-            | "great"
-            | "thanks"
-            | "thank"
-            | "you"
-            | "thx"
-            | "ty"
-            | "um"
-            | "uh"
-            | "er"
-            | "lol"
-            | "please"
-            | "pls"
-            | "plz"
-            | "alright"
-            | "right"
-            | "good"
-            | "perfect"
-            | "awesome"
-            | "hi"
-            | "hello"
-            | "hey"
-            | "wow"
-            | "oh"
-            | "ah"
-            | "so"
-            | "well"
-            | "hmm"
-    ) || (w.len() >= 2 && w.trim_start_matches('h').chars().all(|c| c == 'm'))
+    STATUS_FILLER.contains(w)
+        || (w.len() >= 2 && w.trim_start_matches('h').chars().all(|c| c == 'm'))
 }
 
 /// Why a prompt is too short to be an instruction, if it is.
@@ -91,7 +49,7 @@ pub(crate) fn too_short(text: &str) -> Option<&'static str> {
         if count > 6 {
             return None;
         }
-        let lower = word.to_lowercase();
+        let lower = fold(word);
         if !is_filler(&lower) {
             all_filler = false;
         }
@@ -108,34 +66,7 @@ pub(crate) fn too_short(text: &str) -> Option<&'static str> {
 
 /// Words that only ask for a report when they lead a clause.
 fn is_report_verb(w: &str) -> bool {
-    matches!(
-        w,
-        "tell"
-            | "summarize"
-            | "summarise"
-            | "report"
-            | "recap"
-            | "update"
-            | "give"
-            | "show"
-            | "send"
-            | "let"
-            | "provide"
-            | "share"
-            | "post"
-            | "get"
-            | "check"
-            | "run"
-            | "list"
-            | "describe"
-            | "explain"
-            | "print"
-            | "display"
-            | "say"
-            | "confirm"
-            | "see"
-            | "look"
-    )
+    STATUS_REPORT_VERBS.contains(w)
 }
 
 /// Words a report request is made of; they do not count as the content of real work.
@@ -500,7 +431,7 @@ fn report_signal(t: &[&str]) -> Option<String> {
 /// but report words after it).
 fn directs_work(seg: &[&str]) -> bool {
     let mut j = 0;
-    while j < seg.len() && (words::LEAD_INS.contains(seg[j]) || seg[j] == "not") {
+    while j < seg.len() && (LEAD_INS.contains(seg[j]) || seg[j] == "not") {
         j += 1;
     }
     let Some(first) = seg.get(j) else {
@@ -514,7 +445,7 @@ fn directs_work(seg: &[&str]) -> bool {
     }
     let leftover = seg[j + 1..]
         .iter()
-        .filter(|w| !words::STOPWORDS.contains(w) && !is_report_word(w))
+        .filter(|w| !STOPWORDS.contains(w) && !is_report_word(w))
         .count();
     leftover >= 2
 }

@@ -1,11 +1,10 @@
 //! Word-level helpers shared by the gate's rules: a prose tokenizer that keeps byte offsets
 //! and clause boundaries, verb forms (base, -s, -ing, past) against a lexicon of the verbs
-//! that appear in development instructions, and the small word lists several rules share.
-//! Command parsing lives in `shell`; what each rule concludes from words lives in the rule.
+//! that appear in development instructions (the lexicon itself is data: `rules/words.toml`,
+//! loaded by `lexicon`). Command parsing lives in `shell`; what each rule concludes from
+//! words lives in the rule.
 
-use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::OnceLock;
+use super::lexicon::{fold_into, CLAUSE_WORDS, VERBS};
 
 /// What separates a token from the one before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,7 +88,7 @@ pub(crate) const MAX_CLAUSE: usize = 64;
 
 /// Words that open a new clause even without punctuation ("…, then push").
 fn is_clause_word(w: &str) -> bool {
-    matches!(w, "then" | "afterwards" | "afterward" | "next" | "finally")
+    CLAUSE_WORDS.contains(w)
 }
 
 pub(crate) fn is_sep_char(c: char) -> bool {
@@ -210,11 +209,12 @@ fn push_tok(w: &mut Words, text: &str, s: usize, e: usize, brk: Break) {
                 uppers += 1;
             }
         }
-        match ch {
-            '’' => w.buf.push('\''),
-            c if c.is_ascii() => w.buf.push(c.to_ascii_lowercase()),
-            c => w.buf.extend(c.to_lowercase()),
-        }
+    }
+    fold_into(raw, &mut w.buf);
+    if raw.contains('’') {
+        // The typographic apostrophe reads as the plain one ("don’t").
+        let folded = w.buf.split_off(lo_start as usize).replace('’', "'");
+        w.buf.push_str(&folded);
     }
     w.toks.push(Tok {
         start: s as u32,
@@ -224,58 +224,6 @@ fn push_tok(w: &mut Words, text: &str, s: usize, e: usize, brk: Break) {
         brk,
         upper: letters >= 2 && uppers == letters,
     });
-}
-
-/// A fixed set of words, written as one whitespace-separated string and hashed on first use.
-pub(crate) struct WordSet {
-    src: &'static str,
-    set: OnceLock<HashSet<&'static str, BuildHasherDefault<Fnv>>>,
-}
-
-impl WordSet {
-    pub const fn new(src: &'static str) -> Self {
-        WordSet {
-            src,
-            set: OnceLock::new(),
-        }
-    }
-
-    fn set(&self) -> &HashSet<&'static str, BuildHasherDefault<Fnv>> {
-        self.set
-            .get_or_init(|| self.src.split_whitespace().collect())
-    }
-
-    /// The set's own copy of `w`, if present.
-    pub fn get(&self, w: &str) -> Option<&'static str> {
-        self.set().get(w).copied()
-    }
-
-    pub fn contains(&self, w: &str) -> bool {
-        self.set().contains(w)
-    }
-}
-
-/// FNV-1a: a fast hasher for short keys (word sets are fixed, so no DoS concern).
-#[derive(Default)]
-pub(crate) struct Fnv(u64);
-
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
 }
 
 /// How a verb is inflected in a text.
@@ -289,47 +237,6 @@ pub(crate) enum Form {
     /// "deleted", "wrote".
     Past,
 }
-
-/// Base-form verbs that show up in development instructions.
-pub(crate) static VERBS: WordSet = WordSet::new(
-    "\
-    obliterate annihilate ditch scrap decommission deprovision overwrite clobber repartition \
-    shred scrub lose blow take bring shut revert implement wrap complete put place \
-    stream persist paginate memoize index sort retry hold
-    accept add address adjust allow annotate apply archive ask assert assign attach audit \
-    avoid backfill benchmark bind block bootstrap break build bump bundle cache calculate \
-    call cancel capture catch change check clamp clarify clean clear clone close collapse \
-    collect combine comment commit compare compile compress compute configure confirm \
-    connect consolidate continue convert copy correct cover create debug declare decouple \
-    dedupe deduplicate define delete deploy deprecate describe destroy detach detect \
-    diagnose disable discard display document double downgrade drain draft drop dump edit \
-    eliminate embed emit empty enable encode encrypt enforce ensure erase escape evaluate \
-    exclude execute expand expire explain export expose extend extract factor fetch fill \
-    filter find finish fix flag flatten flush fold follow force format forward freeze \
-    generate get give group guard handle harden hash hide highlight hook identify ignore \
-    implement import improve include increase indent index initialize inject inline insert \
-    inspect install instrument integrate introduce invalidate investigate invoke isolate \
-    join keep kill label launch limit link lint list load localize lock log look lower make \
-    map mark mask match measure memoize merge migrate mirror mock modify monitor mount move \
-    mute name normalize notify nuke omit open optimize order organize output override pad \
-    paginate parallelize parameterize parse pass patch persist pick pin pipe plug point \
-    poll polish populate port post precompute prefer prefix prepare prepend preserve \
-    prevent print proceed process profile promote propagate protect provide prune publish \
-    pull purge push query queue raise rate read rebase rebuild reconnect record recover \
-    redact redirect reduce refactor refresh reformat register reindex reject release reload \
-    relocate remove rename render reorder reorganize repair repeat replace report reproduce \
-    request require rerun reset resize resolve respond restart restore restrict restructure \
-    resume retain retry return reuse reveal reverse revert review revoke rewrite roll \
-    rotate round route run sanitize save scaffold scale scan schedule scope search secure \
-    seed select send separate serialize serve set setup shard share shift ship shorten show \
-    shrink silence simplify skip slice snapshot sort spawn specify speed split squash \
-    stabilize stage standardize start stash stop store stream strip stub style submit \
-    substitute subtract summarize support suppress surface swap switch sync tag tear \
-    terminate test throttle throw tidy tighten toggle trace track translate trash trigger \
-    trim truncate try tune turn tweak type unblock uncomment undo unify uninstall unlock \
-    unpin unset unwrap update upgrade upload upsert use validate vendor verify wait walk \
-    warn watch widen wipe wire wrap write zap",
-);
 
 /// Irregular past forms and participles → base form.
 fn irregular_past(w: &str) -> Option<&'static str> {
@@ -468,45 +375,6 @@ pub(crate) fn is_inflected_verb(w: &str) -> bool {
 pub(crate) fn is_base_verb(w: &str) -> bool {
     VERBS.contains(w)
 }
-
-/// Words that carry no content: articles, pronouns, auxiliaries, politeness and glue.
-pub(crate) static STOPWORDS: WordSet = WordSet::new(
-    "\
-    a an the this that these those it its it's they them their there we us our you your i \
-    me my he she is are was were be been being am do does did don't doesn't have has had \
-    will would should could can may might must shall to of in on at by for from with \
-    without into onto over under about as and or but nor so if then than when once while \
-    where which who what why how all any each every some only just also too very please now \
-    again more most once more yet still already not no own same other another such via \
-    using use up out off down around after before until through per including include \
-    covering ok okay sure instead here make let let's try go ahead one everything except \
-    otherwise doesn't isn't they're you're we're",
-);
-
-/// Determiners and quantifiers that may open a noun phrase.
-pub(crate) static DETERMINERS: WordSet = WordSet::new(
-    "\
-    a an the this that these those my our your their its his her some any each every all \
-    both entire whole of",
-);
-
-/// Words that end a noun phrase: prepositions, conjunctions, relative pronouns, auxiliaries.
-pub(crate) static PHRASE_ENDS: WordSet = WordSet::new(
-    "\
-    in on at from to into onto for with without by via and or but so then that which who \
-    whose where when if because before after until unless while once as using under inside \
-    between except older newer than across over is are was were will should must can",
-);
-
-/// Openers that may precede an imperative verb without changing it: "please", "now",
-/// "then", "can you", "go ahead and".
-pub(crate) static LEAD_INS: WordSet = WordSet::new(
-    "\
-    please now then next also just first firstly second finally and ok okay so can could \
-    would will you go ahead let's lets let us once more again quickly carefully simply \
-    immediately right definitely actually still instead alright great good thanks thank \
-    cool nice perfect hey kindly try to need we i want should must",
-);
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -1,0 +1,433 @@
+//! The gate's word lists and command table, as data: `rules/words.toml` (the words prose
+//! rules look for) and `rules/commands.toml` (the command names the command judge knows, how
+//! each is judged, and the words around commands). Both are embedded at build time, parsed
+//! once on first use and checked by this module's tests, as the detection manifests are.
+//!
+//! Every list the code reads is declared here ([`lists!`] below), by its key in a file; a
+//! file's list no code reads, or a declared list no file has, fails the tests. What a rule
+//! concludes from the words stays in the rule's module; only the words live in the files.
+//! [`fold_into`] is the one word normaliser every gate module uses.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{LazyLock, OnceLock};
+
+use serde::Deserialize;
+
+/// The rule files compiled into the binary.
+const EMBEDDED: &[(&str, &str)] = &[
+    ("rules/words.toml", include_str!("rules/words.toml")),
+    ("rules/commands.toml", include_str!("rules/commands.toml")),
+];
+
+/// Lower-cases `s` into `out` (ASCII without a detour through Unicode tables), the one word
+/// normaliser of the gate.
+pub(crate) fn fold_into(s: &str, out: &mut String) {
+    if s.is_ascii() {
+        out.extend(s.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+    } else {
+        out.extend(s.chars().flat_map(char::to_lowercase));
+    }
+}
+
+/// [`fold_into`] into a new string.
+pub(crate) fn fold(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    fold_into(s, &mut out);
+    out
+}
+
+/// A list's words, sorted, with a filter of (first byte, length) pairs: most words that are
+/// not in the list cost one bit test, the rest a binary search. Both stay cheap in
+/// unoptimised test builds, where hashing does not.
+#[derive(Debug)]
+struct Set {
+    words: Vec<String>,
+    /// Bit `len` of entry `b`: some word starts with ASCII byte `b` and is `len` bytes long
+    /// (lengths over 31 share bit 31).
+    shapes: [u32; 128],
+}
+
+impl Set {
+    fn new(mut words: Vec<String>) -> Set {
+        words.sort_unstable();
+        let mut shapes = [0u32; 128];
+        for w in &words {
+            if let Some(bit) = shape(w) {
+                shapes[bit.0] |= bit.1;
+            }
+        }
+        Set { words, shapes }
+    }
+
+    fn get(&self, w: &str) -> Option<&str> {
+        if let Some((b, bit)) = shape(w) {
+            if self.shapes[b] & bit == 0 {
+                return None;
+            }
+        }
+        self.words
+            .binary_search_by(|x| x.as_str().cmp(w))
+            .ok()
+            .map(|i| self.words[i].as_str())
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &str> {
+        self.words.iter().map(String::as_str)
+    }
+}
+
+/// The filter entry and bit of `w`; `None` for an empty word or a non-ASCII first byte.
+fn shape(w: &str) -> Option<(usize, u32)> {
+    let b = *w.as_bytes().first()?;
+    (b < 128).then(|| (usize::from(b), 1u32 << w.len().min(31)))
+}
+
+/// One rule file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    lists: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    command: Vec<CommandSpec>,
+}
+
+/// One `[[command]]` of `rules/commands.toml`: the programs it covers and how they are
+/// judged.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CommandSpec {
+    pub names: Vec<String>,
+    /// The names are prefixes (`mkfs` covers `mkfs.ext4`).
+    #[serde(default)]
+    pub prefix: bool,
+    /// The names match in any letter case (`Remove-Item`).
+    #[serde(default)]
+    pub any_case: bool,
+    /// `always`, `arg`, or the name of a judgement written in `commands`.
+    pub judge: String,
+    /// The finding; `{name}` is the program, `{arg}` the argument that decided.
+    #[serde(default)]
+    pub detail: String,
+    /// For `arg`: arguments that make the call destructive.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// For `arg`: argument prefixes that make the call destructive.
+    #[serde(default)]
+    pub arg_prefixes: Vec<String>,
+    /// For `arg`: compare arguments in any letter case.
+    #[serde(default)]
+    pub ignore_case: bool,
+    /// Judged only where a command name stands, not mid-sentence ("shutdown").
+    #[serde(default)]
+    pub cmd_pos: bool,
+}
+
+/// Everything the rule files hold.
+#[derive(Debug)]
+pub(crate) struct Lexicon {
+    lists: HashMap<String, Set>,
+    pub commands: Vec<CommandSpec>,
+}
+
+impl Lexicon {
+    /// Parses and checks rule files given as `(name, text)`; `name` is only used in errors.
+    fn parse(files: &[(&str, &str)]) -> Result<Lexicon, String> {
+        let mut lex = Lexicon {
+            lists: HashMap::new(),
+            commands: Vec::new(),
+        };
+        for (name, text) in files {
+            let raw: RawFile = toml::from_str(text).map_err(|e| format!("{name}: {e}"))?;
+            for (key, words) in raw.lists {
+                let set = check_list(&key, &words).map_err(|e| format!("{name}: {e}"))?;
+                if lex.lists.insert(key.clone(), set).is_some() {
+                    return Err(format!("{name}: list `{key}` is defined twice"));
+                }
+            }
+            for (i, c) in raw.command.iter().enumerate() {
+                check_command(c).map_err(|e| format!("{name}: [[command]] #{}: {e}", i + 1))?;
+            }
+            lex.commands.extend(raw.command);
+        }
+        Ok(lex)
+    }
+
+    fn list(&self, key: &str) -> Option<&Set> {
+        self.lists.get(key)
+    }
+}
+
+fn check_list(key: &str, words: &[String]) -> Result<Set, String> {
+    if words.is_empty() {
+        return Err(format!("list `{key}` is empty"));
+    }
+    let mut seen = HashSet::new();
+    for w in words {
+        if w.is_empty() || w.trim() != w {
+            return Err(format!(
+                "list `{key}`: {w:?} is empty or padded with spaces"
+            ));
+        }
+        if !seen.insert(w.as_str()) {
+            return Err(format!("list `{key}`: {w:?} is listed twice"));
+        }
+    }
+    Ok(Set::new(words.to_vec()))
+}
+
+fn check_command(c: &CommandSpec) -> Result<(), String> {
+    if c.names.is_empty() || c.names.iter().any(|n| n.trim().is_empty()) {
+        return Err("`names` must list at least one program".into());
+    }
+    let generic = matches!(c.judge.as_str(), "always" | "arg");
+    if generic && c.detail.trim().is_empty() {
+        return Err(format!("judge `{}` needs a `detail`", c.judge));
+    }
+    let has_args = !c.args.is_empty() || !c.arg_prefixes.is_empty();
+    if (c.judge == "arg") != has_args {
+        return Err("`args`/`arg_prefixes` go with judge `arg`, and only with it".into());
+    }
+    if c.any_case && c.names.iter().any(|n| n.to_ascii_lowercase() != *n) {
+        return Err("`any_case` names must be written in lower case".into());
+    }
+    Ok(())
+}
+
+static LEXICON: LazyLock<Lexicon> = LazyLock::new(|| {
+    // The files are embedded and checked by the tests below, so this cannot fail in a
+    // tested build; a gate without its word lists would pass destructive prompts.
+    Lexicon::parse(EMBEDDED).unwrap_or_else(|e| panic!("the gate's rule files are broken: {e}"))
+});
+
+/// The parsed rule files.
+pub(crate) fn lexicon() -> &'static Lexicon {
+    &LEXICON
+}
+
+/// A word list of the rule files, looked up on first use.
+pub(crate) struct WordSet {
+    key: &'static str,
+    set: OnceLock<&'static Set>,
+}
+
+impl WordSet {
+    const fn new(key: &'static str) -> Self {
+        WordSet {
+            key,
+            set: OnceLock::new(),
+        }
+    }
+
+    fn set(&self) -> &'static Set {
+        self.set.get_or_init(|| {
+            LEXICON
+                .list(self.key)
+                .unwrap_or_else(|| panic!("no word list `{}` in the gate's rule files", self.key))
+        })
+    }
+
+    /// The list's own copy of `w`, if present.
+    pub fn get(&self, w: &str) -> Option<&'static str> {
+        self.set().get(w)
+    }
+
+    pub fn contains(&self, w: &str) -> bool {
+        self.set().get(w).is_some()
+    }
+}
+
+/// Words sorted into classes by several lists (a verb's class, a head noun's kind), as one
+/// map built on first use; a word in two lists takes the first list's class.
+pub(crate) struct Classes<T: 'static> {
+    lists: &'static [(&'static WordSet, T)],
+    /// Sorted by word.
+    map: OnceLock<Vec<(&'static str, T)>>,
+}
+
+impl<T: Copy + Send + Sync> Classes<T> {
+    pub const fn new(lists: &'static [(&'static WordSet, T)]) -> Self {
+        Classes {
+            lists,
+            map: OnceLock::new(),
+        }
+    }
+
+    pub fn get(&self, w: &str) -> Option<T> {
+        let map = self.map.get_or_init(|| {
+            let mut map: Vec<(&'static str, T)> = Vec::new();
+            for (set, class) in self.lists {
+                map.extend(set.set().iter().map(|w| (w, *class)));
+            }
+            // A stable sort keeps the first list's entry first among equal words.
+            map.sort_by(|a, b| a.0.cmp(b.0));
+            map.dedup_by(|later, first| later.0 == first.0);
+            map
+        });
+        map.binary_search_by(|(x, _)| x.cmp(&w))
+            .ok()
+            .map(|i| map[i].1)
+    }
+}
+
+macro_rules! lists {
+    ($($(#[$doc:meta])* $name:ident = $key:literal;)*) => {
+        $($(#[$doc])* pub(crate) static $name: WordSet = WordSet::new($key);)*
+        /// Every declared list, for the tests.
+        #[cfg(test)]
+        const ALL: &[&WordSet] = &[$(&$name),*];
+    };
+}
+
+lists! {
+    // words.toml: the prose lexicon.
+    /// Base-form verbs that show up in development instructions.
+    VERBS = "verbs";
+    /// Words that carry no content.
+    STOPWORDS = "stopwords";
+    /// Determiners and quantifiers that may open a noun phrase.
+    DETERMINERS = "determiners";
+    /// Words that end a noun phrase.
+    PHRASE_ENDS = "phrase_ends";
+    /// Openers that may precede an imperative verb.
+    LEAD_INS = "lead_ins";
+    /// Words that open a new clause without punctuation.
+    CLAUSE_WORDS = "clause_words";
+
+    // words.toml: the repeat measure.
+    REPEAT_LEAD = "repeat.lead";
+    REPEAT_STOP = "repeat.stop";
+    REPEAT_VALUES = "repeat.values";
+    REPEAT_EXTS = "repeat.exts";
+
+    // words.toml: status and too-short prompts.
+    STATUS_FILLER = "status.filler";
+    STATUS_REPORT_VERBS = "status.report_verbs";
+
+    // words.toml: destructive requests in words.
+    INTENT_STRONG = "intent.verb.strong";
+    INTENT_ERASE = "intent.verb.erase";
+    INTENT_DISCARD = "intent.verb.discard";
+    INTENT_KILL = "intent.verb.kill";
+    INTENT_RESET = "intent.verb.reset";
+    INTENT_REWRITE = "intent.verb.rewrite";
+    INTENT_OVERWRITE = "intent.verb.overwrite";
+    INTENT_FORMAT = "intent.verb.format";
+    HEAD_STORE = "intent.head.store";
+    HEAD_REPO = "intent.head.repo";
+    HEAD_INFRA = "intent.head.infra";
+    HEAD_TABLE = "intent.head.table";
+    HEAD_COLLECTION = "intent.head.collection";
+    HEAD_SCHEMA = "intent.head.schema";
+    HEAD_HISTORY = "intent.head.history";
+    HEAD_COMMITS = "intent.head.commits";
+    HEAD_CHANGES = "intent.head.changes";
+    HEAD_BRANCH = "intent.head.branch";
+    HEAD_TAGS = "intent.head.tags";
+    HEAD_PROCESS = "intent.head.process";
+    HEAD_COMPUTE = "intent.head.compute";
+    HEAD_ENV = "intent.head.env";
+    HEAD_ROWS = "intent.head.rows";
+    HEAD_ENTITIES = "intent.head.entities";
+    HEAD_FILES = "intent.head.files";
+    HEAD_DATA = "intent.head.data";
+    HEAD_CODE = "intent.head.code";
+    HEAD_LOGS = "intent.head.logs";
+    HEAD_DIR = "intent.head.dir";
+    HEAD_EVERYTHING = "intent.head.everything";
+    INTENT_SAFE = "intent.safe";
+    INTENT_BOUNDING = "intent.bounding";
+    INTENT_VALUABLE = "intent.valuable";
+    INTENT_DB = "intent.db";
+    INTENT_DOCS = "intent.docs";
+    INTENT_GIT = "intent.git";
+    INTENT_NOUN_MARKERS = "intent.noun_markers";
+    INTENT_PLACE_PREPS = "intent.place_preps";
+    INTENT_RESET_TARGETS = "intent.reset_targets";
+    INTENT_SHARED_HISTORY = "intent.shared_history";
+    INTENT_REMOTE = "intent.remote";
+    INTENT_DEVICES = "intent.devices";
+    INTENT_SHARED_COMMITS = "intent.shared_commits";
+    INTENT_OWN_WORK = "intent.own_work";
+    INTENT_SHARED_BRANCH = "intent.shared_branch";
+    INTENT_SHARED_TAGS = "intent.shared_tags";
+    INTENT_VALUABLE_DIRS = "intent.valuable_dirs";
+    INTENT_MASS = "intent.mass";
+    INTENT_SHELLS = "intent.shells";
+    INTENT_DOWNLOADS = "intent.downloads";
+
+    // commands.toml: the words around commands.
+    WRAPPERS = "commands.wrappers";
+    ARG_ENDERS = "commands.arg_enders";
+    OWN_SUBCOMMANDS = "commands.own_subcommands";
+    RM_FILLER = "commands.rm_filler";
+    MIGRATION_VERBS = "commands.migration_verbs";
+    MIGRATION_SCOPES = "commands.migration_scopes";
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn embedded_rule_files_parse() {
+        if let Err(e) = Lexicon::parse(EMBEDDED) {
+            panic!("{e}");
+        }
+    }
+
+    #[test]
+    fn every_declared_list_is_in_a_file_and_every_file_list_is_declared() {
+        let lex = Lexicon::parse(EMBEDDED).unwrap();
+        let declared: HashSet<&str> = ALL.iter().map(|l| l.key).collect();
+        for key in &declared {
+            assert!(lex.list(key).is_some(), "no list `{key}` in the rule files");
+        }
+        for key in lex.lists.keys() {
+            assert!(
+                declared.contains(key.as_str()),
+                "list `{key}` is in a rule file but no code reads it"
+            );
+        }
+        assert_eq!(declared.len(), ALL.len(), "a key is declared twice");
+    }
+
+    #[test]
+    fn bad_files_fail_with_a_clear_message() {
+        let cases = [
+            ("[lists]\nx = []", "f.toml: list `x` is empty"),
+            (
+                "[lists]\nx = [\"a\", \"a\"]",
+                "f.toml: list `x`: \"a\" is listed twice",
+            ),
+            ("[lists]\nx = [\" a\"]", "padded"),
+            ("[lists]\nx = 3", "f.toml: "),
+            ("[listz]\n", "unknown field"),
+            (
+                "[[command]]\nnames = [\"x\"]\njudge = \"always\"",
+                "[[command]] #1: judge `always` needs a `detail`",
+            ),
+            (
+                "[[command]]\nnames = [\"x\"]\njudge = \"arg\"\ndetail = \"d\"",
+                "`args`/`arg_prefixes` go with judge `arg`",
+            ),
+            (
+                "[[command]]\nnames = []\njudge = \"rm\"",
+                "`names` must list",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = Lexicon::parse(&[("f.toml", text)]).unwrap_err();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+        let twice = Lexicon::parse(&[("a", "[lists]\nx = [\"a\"]"), ("b", "[lists]\nx = [\"b\"]")]);
+        assert!(twice.unwrap_err().contains("`x` is defined twice"));
+    }
+
+    #[test]
+    fn fold_lowers_ascii_and_unicode() {
+        assert_eq!(fold("Fix ÉTÉ Now"), "fix été now");
+        assert_eq!(fold("README.md"), "readme.md");
+    }
+}
