@@ -7,7 +7,7 @@ use karl_common::detect::PaneState;
 use karl_common::pb;
 use karl_common::target::PaneTarget;
 
-use crate::context::Context;
+use crate::context::{Context, Role};
 use crate::engine::{Command, Drive, DriveSpec, Update};
 use crate::error::CoordError;
 use crate::records::{
@@ -165,7 +165,11 @@ pub fn context_reply(ctx: &Context) -> pb::ContextReply {
             .messages
             .iter()
             .map(|m| pb::ChatMessage {
-                role: format!("{:?}", m.role).to_lowercase(),
+                role: match m.role {
+                    Role::System => pb::ChatRole::System,
+                    Role::User => pb::ChatRole::User,
+                    Role::Assistant => pb::ChatRole::Assistant,
+                } as i32,
                 content: m.content.clone(),
             })
             .collect(),

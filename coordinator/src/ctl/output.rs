@@ -189,6 +189,10 @@ fn inject(t: &pb::TurnRecord) -> String {
     }
 }
 
+fn role(m: &pb::ChatMessage) -> String {
+    pb::label(m.role().as_str_name(), "CHAT_ROLE_")
+}
+
 fn audit_kind(a: &pb::AuditRecord) -> String {
     pb::label(a.kind().as_str_name(), "AUDIT_KIND_")
 }
@@ -363,13 +367,13 @@ pub fn show(d: &pb::SessionDetail, json: bool) {
 pub fn context(r: &pb::ContextReply, json: bool) {
     if json {
         let v = json!({
-            "messages": r.messages.iter().map(|m| json!({"role": m.role, "content": m.content})).collect::<Vec<_>>(),
+            "messages": r.messages.iter().map(|m| json!({"role": role(m), "content": m.content})).collect::<Vec<_>>(),
             "estimated_tokens": r.estimated_tokens, "budget": r.budget,
         });
         return print_json(&v);
     }
     for m in &r.messages {
-        println!("── {} ──\n{}\n", m.role, m.content);
+        println!("── {} ──\n{}\n", role(m), m.content);
     }
     println!("≈ {} of {} tokens", r.estimated_tokens, r.budget);
 }
