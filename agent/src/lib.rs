@@ -15,7 +15,6 @@
 //! - [`inject`]: the injection protocol and the send-keys allowlist.
 //! - [`procs`]: the processes running in a pane (`ps`), evidence that the agent CLI lives.
 //! - [`error`]: the agent's error type.
-//! - [`test_server`]: a private, self-cleaning tmux server for tests and benchmarks.
 
 pub mod activity;
 pub mod config;
@@ -26,7 +25,6 @@ pub mod link;
 pub mod panes;
 pub mod procs;
 pub mod snapshot;
-pub mod test_server;
 pub mod tmux;
 
 use std::future::Future;

@@ -22,9 +22,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use karl_tests::harness::{
     bin, ctl, free_port, karl_command, shell_quote, standin_events, tail, wait_agent, wait_for,
-    Coord, Proc, Scratch, TmuxServer,
+    Coord, Proc, Scratch,
 };
 use karl_tests::stub_model::{StubModel, StubScript};
+use karl_tests::tmux_server::TmuxServer;
 
 const SETTLE_MS: f64 = 300.0;
 
@@ -92,16 +93,21 @@ fn main() {
     .map(|a| shell_quote(a))
     .collect::<Vec<_>>()
     .join(" ");
-    let pane = tmux.new_session("work", 120, 40, &cmdline);
+    let pane = tmux
+        .new_session("work", 120, 40, &cmdline)
+        .expect("tmux new-session");
     wait_for(Duration::from_secs(10), || {
-        tmux.capture(&pane).contains('❯').then_some(())
+        tmux.capture(&pane)
+            .expect("tmux capture-pane")
+            .contains('❯')
+            .then_some(())
     })
     .expect("stand-in did not draw its input box");
 
     // The bench's own view of the pane's output.
     let outputs: Arc<Mutex<Vec<f64>>> = Arc::default();
     let mut watcher = Command::new(karl_agent::tmux::program_from_env())
-        .args(["-L", &tmux.socket, "-f", "/dev/null", "-C"])
+        .args(["-L", tmux.socket(), "-f", "/dev/null", "-C"])
         .args(["attach-session", "-t", "work", "-f", "ignore-size"])
         .env_remove("TMUX")
         .stdin(Stdio::piped())
@@ -162,7 +168,7 @@ fn main() {
             "--machine",
             "mac2",
             "--tmux-socket",
-            &tmux.socket,
+            tmux.socket(),
         ],
     );
     wait_agent(&scratch, &coord, "mac2", Duration::from_secs(15)).expect("agent did not connect");

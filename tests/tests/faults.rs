@@ -29,9 +29,10 @@ use karl_coord::session::{SessionRecord, TurnRecord};
 use karl_coord::store::Store;
 use karl_tests::harness::{
     bin, free_port, karl_command, shell_quote, start_agent, tail, turns, wait_agent, wait_for,
-    Coord, Fleet, Scratch, TmuxServer, TEST_COORD_CONFIG,
+    Coord, Fleet, Scratch, TEST_COORD_CONFIG,
 };
 use karl_tests::stub_model::{StubModel, StubReply, StubScript};
+use karl_tests::tmux_server::TmuxServer;
 
 /// A quick stand-in: each prompt works for 100 ms and answers `Done: <prompt>`.
 const FAST: &str = r#"{"default": {"work_ms": 100, "reply": {"answer": "Done: {prompt}"}}}"#;
@@ -78,7 +79,9 @@ fn fleet_with(script: &str, config: &str, data_dir: Option<&Path>, coord_args: &
     .map(|a| shell_quote(a))
     .collect::<Vec<_>>()
     .join(" ");
-    let pane = tmux.new_session("work", 120, 40, &cmdline);
+    let pane = tmux
+        .new_session("work", 120, 40, &cmdline)
+        .expect("tmux new-session");
     let config_path = scratch.path("karl-coord.toml");
     std::fs::write(&config_path, config).unwrap();
     let mut args = vec!["--config", config_path.to_str().unwrap()];
@@ -90,10 +93,13 @@ fn fleet_with(script: &str, config: &str, data_dir: Option<&Path>, coord_args: &
         .map(Path::to_path_buf)
         .unwrap_or_else(|| scratch.path("coord-data"));
     let coord = Coord::start_at(&scratch, free_port(), &data_dir, None, &args);
-    let agent = start_agent(&scratch, &coord.url(), "mac2", None, &tmux.socket);
+    let agent = start_agent(&scratch, &coord.url(), "mac2", None, tmux.socket());
     wait_agent(&scratch, &coord, "mac2", Duration::from_secs(15)).expect("agent did not connect");
     wait_for(Duration::from_secs(10), || {
-        tmux.capture(&pane).contains('❯').then_some(())
+        tmux.capture(&pane)
+            .expect("tmux capture-pane")
+            .contains('❯')
+            .then_some(())
     })
     .expect("stand-in did not draw its input box");
     Fleet {
@@ -463,7 +469,10 @@ fn tmux_server_killed_mid_session_is_reported_and_survived() {
     assert_alive(&mut fleet);
     check_record(&fleet, &fleet.show(&id));
     // The agent still serves: a new server on the same socket is seen.
-    let pane = fleet.tmux.new_session("again", 80, 24, "cat");
+    let pane = fleet
+        .tmux
+        .new_session("again", 80, 24, "cat")
+        .expect("tmux new-session");
     let listed = wait_for(Duration::from_secs(10), || {
         let out = fleet.ctl(&["panes", "mac2", "--json"]);
         (out.code == 0 && out.stdout.contains(&pane)).then_some(())
