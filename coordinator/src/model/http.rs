@@ -4,15 +4,17 @@
 //!
 //! Each request tries the endpoints in order — primary first, except that endpoints
 //! which recently failed as unavailable go to the back for `cooldown_ms` — with up to
-//! `retries` extra attempts per endpoint and exponential backoff with jitter between
-//! them. Every attempt is bounded by `timeout_ms` as a whole (connect, send, read), and
+//! `retries` extra attempts per endpoint and capped exponential backoff with full jitter
+//! between them. Every attempt is bounded by `timeout_ms` as a whole (connect, send, read), and
 //! replies are read in chunks up to `max_reply_bytes`, so a hung or flooding server
 //! costs a bounded time and memory. No reply body can make it panic: anything that is
 //! not a chat completion with text is a [`ModelError`].
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use backon::Retryable as _;
 use karl_common::tls::TlsFailure;
 use rand::Rng;
 use reqwest::header::CONTENT_TYPE;
@@ -136,41 +138,41 @@ impl HttpModelClient {
         };
         let body = serde_json::to_vec(&wire)
             .map_err(|e| ModelError::BadConfig(format!("request does not serialize: {e}")))?;
-        let mut attempts = 0u32;
+        let attempts = AtomicU32::new(0);
         let mut last = ModelError::NoEndpoints;
         for idx in self.order() {
             let ep = &self.endpoints[idx];
-            for retry in 0..=self.config.retries {
-                if retry > 0 {
-                    tokio::time::sleep(self.jittered_backoff(retry)).await;
-                }
-                attempts = attempts.saturating_add(1);
+            let outcome = (|| async {
+                let attempt = attempts.fetch_add(1, Ordering::Relaxed).saturating_add(1);
                 let started = Instant::now();
-                match self.attempt_chat(ep, &body).await {
-                    Ok(c) => {
-                        self.mark(idx, None);
-                        let latency = started.elapsed();
-                        tracing::debug!(target: "coord.model", endpoint = %ep.base, attempts, latency_ms = latency.as_millis() as u64, prompt_tokens = ?c.prompt_tokens, "model replied");
-                        return Ok(ChatReply {
-                            text: c.text,
-                            prompt_tokens: c.prompt_tokens,
-                            completion_tokens: c.completion_tokens,
-                            latency,
-                            endpoint: ep.base.clone(),
-                            model: c.model,
-                            finish_reason: c.finish_reason,
-                            attempts,
-                        });
-                    }
-                    Err(e) => {
-                        tracing::warn!(target: "coord.model", endpoint = %ep.base, attempt = attempts, error = %e, "model call failed");
-                        let again = e.is_retryable();
-                        last = e;
-                        if !again {
-                            break;
-                        }
-                    }
+                let result = self.attempt_chat(ep, &body).await;
+                if let Err(e) = &result {
+                    tracing::warn!(target: "coord.model", endpoint = %ep.base, attempt, error = %e, "model call failed");
                 }
+                result.map(|c| (c, started.elapsed()))
+            })
+            .retry(self.config.retry_schedule())
+            .when(ModelError::is_retryable)
+            // backon's own jitter (1.6) lands in [d, 2d): full jitter is drawn here.
+            .adjust(|_, ceiling| ceiling.map(full_jitter))
+            .await;
+            match outcome {
+                Ok((c, latency)) => {
+                    self.mark(idx, None);
+                    let attempts = attempts.load(Ordering::Relaxed);
+                    tracing::debug!(target: "coord.model", endpoint = %ep.base, attempts, latency_ms = latency.as_millis() as u64, prompt_tokens = ?c.prompt_tokens, "model replied");
+                    return Ok(ChatReply {
+                        text: c.text,
+                        prompt_tokens: c.prompt_tokens,
+                        completion_tokens: c.completion_tokens,
+                        latency,
+                        endpoint: ep.base.clone(),
+                        model: c.model,
+                        finish_reason: c.finish_reason,
+                        attempts,
+                    });
+                }
+                Err(e) => last = e,
             }
             if last.is_unavailable() {
                 self.mark(
@@ -309,14 +311,12 @@ impl HttpModelClient {
             *slot = until;
         }
     }
+}
 
-    /// Backoff before retry `retry`, spread ±20% so sessions that failed together do
-    /// not retry together.
-    fn jittered_backoff(&self, retry: u32) -> Duration {
-        let base = self.config.backoff(retry);
-        let spread: f64 = rand::thread_rng().gen_range(0.8..1.2);
-        base.mul_f64(spread)
-    }
+/// Full jitter: a delay uniform in `[0, ceiling]`, so sessions that failed together do
+/// not retry together.
+fn full_jitter(ceiling: Duration) -> Duration {
+    rand::thread_rng().gen_range(Duration::ZERO..=ceiling)
 }
 
 impl ModelClient for HttpModelClient {
