@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use karl_agent::panes::PaneHost;
 use karl_common::pb;
+use karl_tests::stats::{ms, Latencies};
 use karl_tests::tmux_server::TmuxServer;
 use nix::sys::resource::{getrusage, UsageWho};
 use tokio::sync::mpsc;
@@ -270,17 +271,15 @@ fn main() {
         }
         drop(server);
 
-        let mut r = reaction(rounds).await;
-        r.sort();
-        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let r: Latencies = reaction(rounds).await.into_iter().collect();
         if !r.is_empty() {
             println!(
                 "reaction, last output byte -> settled snapshot (settle_ms 300, n={}): median {:.0} ms, p90 {:.0} ms, min {:.0} ms, max {:.0} ms (target: median within 50 ms of 300)",
                 r.len(),
-                ms(r[r.len() / 2]),
-                ms(r[(r.len() * 9 / 10).min(r.len() - 1)]),
-                ms(r[0]),
-                ms(r[r.len() - 1])
+                ms(r.quantile(0.5)),
+                ms(r.quantile(0.9)),
+                ms(r.min()),
+                ms(r.max())
             );
         }
     });

@@ -24,6 +24,7 @@ use karl_tests::harness::{
     bin, ctl, free_port, karl_command, shell_quote, standin_events, tail, wait_agent, wait_for,
     Coord, Proc, Scratch,
 };
+use karl_tests::stats::{ms, Latencies};
 use karl_tests::stub_model::{StubModel, StubScript};
 use karl_tests::tmux_server::TmuxServer;
 
@@ -50,12 +51,6 @@ fn now_ms() -> f64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64() * 1e3)
         .unwrap_or(0.0)
-}
-
-fn pct(v: &[f64], p: f64) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    s[((s.len() - 1) as f64 * p).round() as usize]
 }
 
 /// karl-coord or karl-agent with logging at `warn`, so log writing stays out of the figures.
@@ -231,6 +226,8 @@ fn main() {
         eprintln!("no turn could be measured");
         std::process::exit(1);
     }
+    let (appear_ms, submit_ms) = (Latencies::from_ms(&appear), Latencies::from_ms(&submit));
+    let pct = |l: &Latencies, q: f64| ms(l.quantile(q));
     let target = SETTLE_MS + 150.0;
     println!(
         "settle-to-injection: {} turns measured ({model_turns} written by the model), settle_ms {SETTLE_MS}, instant model",
@@ -238,27 +235,27 @@ fn main() {
     );
     println!(
         "  last output → prompt appears in the pane: p50 {:.0} ms  p99 {:.0} ms  min {:.0}  max {:.0}  (target < {target:.0} ms)",
-        pct(&appear, 0.5),
-        pct(&appear, 0.99),
-        pct(&appear, 0.0),
-        pct(&appear, 1.0)
+        pct(&appear_ms, 0.5),
+        pct(&appear_ms, 0.99),
+        ms(appear_ms.min()),
+        ms(appear_ms.max())
     );
     println!(
         "  last output → prompt submitted (Enter): p50 {:.0} ms  p99 {:.0} ms  (includes the 150 ms paste-to-Enter wait)",
-        pct(&submit, 0.5),
-        pct(&submit, 0.99)
+        pct(&submit_ms, 0.5),
+        pct(&submit_ms, 0.99)
     );
     println!(
         "BENCH name=settle_to_prompt_p50 value={:.0} unit=ms target=<{target:.0} what=\"last output -> prompt in pane, settle_ms=300, instant model, p50\"",
-        pct(&appear, 0.5)
+        pct(&appear_ms, 0.5)
     );
     println!(
         "BENCH name=settle_to_prompt_p99 value={:.0} unit=ms target=<{target:.0} what=\"last output -> prompt in pane, settle_ms=300, instant model, p99\"",
-        pct(&appear, 0.99)
+        pct(&appear_ms, 0.99)
     );
     println!(
         "BENCH name=settle_to_submit_p50 value={:.0} unit=ms target=- what=\"last output -> prompt submitted (incl. 150 ms Enter wait), p50\"",
-        pct(&submit, 0.5)
+        pct(&submit_ms, 0.5)
     );
     drop(stub);
 }
