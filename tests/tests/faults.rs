@@ -33,6 +33,8 @@ use karl_tests::harness::{
 };
 use karl_tests::stub_model::{StubModel, StubReply, StubScript};
 use karl_tests::tmux_server::TmuxServer;
+use rand::{Rng as _, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 /// A quick stand-in: each prompt works for 100 ms and answers `Done: <prompt>`.
 const FAST: &str = r#"{"default": {"work_ms": 100, "reply": {"answer": "Done: {prompt}"}}}"#;
@@ -42,22 +44,10 @@ const NO_MODEL: &str = "http://127.0.0.1:9/v1";
 
 // ───────────────────────────── helpers ─────────────────────────────
 
-/// SplitMix64: a seeded generator for kill schedules (no dependency, same sequence
-/// on every machine, so a failing seed replays).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
+/// The seeded generator of kill schedules: ChaCha8 gives the same sequence on every
+/// machine, so a failing seed replays.
+fn seeded(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
 }
 
 /// A fleet like [`Fleet::start_with`], with the coordinator's config file, data
@@ -329,9 +319,9 @@ fn sigkill_session(seeds: std::ops::RangeInclusive<u64>) {
     ]);
     let mut at = 0usize;
     for seed in seeds {
-        let mut rng = Rng(seed);
-        at += 2 + rng.below(6) as usize;
-        let delay = Duration::from_millis(rng.below(900));
+        let mut rng = seeded(seed);
+        at += 2 + rng.gen_range(0..6usize);
+        let delay = Duration::from_millis(rng.gen_range(0..900));
         wait_for(Duration::from_secs(90), || {
             (fleet.received().len() >= at).then_some(())
         })
@@ -344,7 +334,7 @@ fn sigkill_session(seeds: std::ops::RangeInclusive<u64>) {
         std::thread::sleep(delay);
         let before = try_show(&fleet, &id).map(|s| turns(&s)).unwrap_or_default();
         fleet.coord.proc.kill();
-        std::thread::sleep(Duration::from_millis(rng.below(300)));
+        std::thread::sleep(Duration::from_millis(rng.gen_range(0..300)));
         fleet.restart_coord();
         let after = wait_for(Duration::from_secs(20), || try_show(&fleet, &id))
             .map(|s| turns(&s))
@@ -405,17 +395,17 @@ fn agent_sigkilled_at_random_points_and_restarted_never_double_types() {
         "--turns",
         "15",
     ]);
-    let mut rng = Rng(42);
+    let mut rng = seeded(42);
     let mut at = 0;
     for round in 0..3 {
-        at += 2 + rng.below(3) as usize;
+        at += 2 + rng.gen_range(0..3usize);
         wait_for(Duration::from_secs(60), || {
             (fleet.received().len() >= at).then_some(())
         })
         .unwrap_or_else(|| panic!("round {round}: {at} prompts never arrived"));
-        std::thread::sleep(Duration::from_millis(rng.below(700)));
+        std::thread::sleep(Duration::from_millis(rng.gen_range(0..700)));
         fleet.agent.kill();
-        std::thread::sleep(Duration::from_millis(200 + rng.below(800)));
+        std::thread::sleep(Duration::from_millis(rng.gen_range(200..1000)));
         fleet.restart_agent();
     }
     // The session either finishes, or stops on the one injection the kill cut off and
