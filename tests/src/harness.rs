@@ -419,12 +419,7 @@ impl Fleet {
         let fleet = Self::launch(scratch, tmux, pane, standin_log, coord_args);
         // The stand-in's first screen.
         wait_for(Duration::from_secs(10), || {
-            fleet
-                .tmux
-                .capture(&fleet.pane)
-                .expect("tmux capture-pane")
-                .contains('❯')
-                .then_some(())
+            fleet.screen().contains('❯').then_some(())
         })
         .expect("stand-in did not draw its input box");
         fleet
@@ -577,6 +572,11 @@ impl Fleet {
         let text = format!("# a plan: one step per line\n\n{}\n", steps.join("\n"));
         std::fs::write(&path, text).unwrap_or_else(|e| panic!("write plan: {e}"));
         path.display().to_string()
+    }
+
+    /// The fleet pane's visible screen (panics when tmux cannot capture it).
+    pub fn screen(&self) -> String {
+        self.tmux.capture(&self.pane).expect("tmux capture-pane")
     }
 
     /// Prompts the stand-in received, in order, byte for byte.

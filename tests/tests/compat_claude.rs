@@ -225,10 +225,7 @@ impl Claude {
     }
 
     fn screen(&self) -> String {
-        self.fleet
-            .tmux
-            .capture(&self.fleet.pane)
-            .expect("tmux capture-pane")
+        self.fleet.screen()
     }
 
     fn wait_screen(&self, timeout: Duration, what: &str, pred: impl Fn(&str) -> bool) {

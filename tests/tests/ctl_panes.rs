@@ -64,12 +64,7 @@ fn capture_send_and_audit() {
 
     // --force overrides the gate, and says so in the audit log.
     wait_for(Duration::from_secs(10), || {
-        fleet
-            .tmux
-            .capture(&fleet.pane)
-            .expect("tmux capture-pane")
-            .contains("for shortcuts")
-            .then_some(())
+        fleet.screen().contains("for shortcuts").then_some(())
     })
     .expect("idle again");
     let forced = fleet.ctl(&["send", "mac2", &fleet.pane, "status?", "--force"]);
