@@ -16,8 +16,9 @@
 use std::time::{Duration, Instant};
 
 use karl_agent::panes::PaneHost;
-use karl_agent::test_server::TestServer;
 use karl_common::pb;
+use karl_tests::stats::{ms, Latencies};
+use karl_tests::tmux_server::TmuxServer;
 use nix::sys::resource::{getrusage, UsageWho};
 use tokio::sync::mpsc;
 
@@ -81,7 +82,7 @@ fn proc_cpu(pid: u32) -> Option<f64> {
 }
 
 /// Control-client processes of this server (Linux only): their pids.
-fn control_client_pids(server: &TestServer) -> Vec<String> {
+fn control_client_pids(server: &TmuxServer) -> Vec<String> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -110,15 +111,15 @@ fn watch(target: &str, settle_ms: u32) -> pb::Watch {
 }
 
 /// N idle panes: sessions of 5 windows, each showing 30 lines and then silent.
-fn idle_panes(server: &TestServer, n: usize) -> Vec<String> {
+fn idle_panes(server: &TmuxServer, n: usize) -> Vec<String> {
     let cmd = "sh -c 'seq 1 30; exec sleep 1000000'";
     let mut panes = Vec::new();
     for i in 0..n {
         let session = format!("idle{}", i / 5);
         let pane = if i % 5 == 0 {
-            server.new_session(&session, 120, 40, Some(cmd)).unwrap()
+            server.new_session(&session, 120, 40, cmd).unwrap()
         } else {
-            server.new_window(&session, Some(cmd)).unwrap()
+            server.new_window(&session, cmd).unwrap()
         };
         panes.push(pane);
     }
@@ -126,9 +127,9 @@ fn idle_panes(server: &TestServer, n: usize) -> Vec<String> {
 }
 
 async fn reaction(rounds: usize) -> Vec<Duration> {
-    let server = TestServer::new();
+    let server = TmuxServer::new();
     let pane = server
-        .new_session("react", 120, 40, Some("sleep 1000000"))
+        .new_session("react", 120, 40, "sleep 1000000")
         .unwrap();
     let tty = server
         .run(&["display-message", "-p", "-t", &pane, "#{pane_tty}"])
@@ -187,7 +188,7 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async move {
-        let server = TestServer::new();
+        let server = TmuxServer::new();
         let panes = idle_panes(&server, n);
         let tmux = server.tmux();
         let version = tmux.version().await.unwrap_or_default();
@@ -270,17 +271,15 @@ fn main() {
         }
         drop(server);
 
-        let mut r = reaction(rounds).await;
-        r.sort();
-        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let r: Latencies = reaction(rounds).await.into_iter().collect();
         if !r.is_empty() {
             println!(
                 "reaction, last output byte -> settled snapshot (settle_ms 300, n={}): median {:.0} ms, p90 {:.0} ms, min {:.0} ms, max {:.0} ms (target: median within 50 ms of 300)",
                 r.len(),
-                ms(r[r.len() / 2]),
-                ms(r[(r.len() * 9 / 10).min(r.len() - 1)]),
-                ms(r[0]),
-                ms(r[r.len() - 1])
+                ms(r.quantile(0.5)),
+                ms(r.quantile(0.9)),
+                ms(r.min()),
+                ms(r.max())
             );
         }
     });

@@ -38,6 +38,17 @@ pub fn read_file(path: &Path, required: bool) -> Result<AgentFile, String> {
     }
 }
 
+/// What a running agent needs: the link to the coordinator and the tmux server to drive.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub link: LinkConfig,
+    /// tmux server: a socket name (`-L`) or, with a `/`, a socket path (`-S`); `None` is
+    /// the user's default server.
+    pub tmux_socket: Option<String>,
+    /// The tmux program: a path, or a name looked up on PATH.
+    pub tmux_bin: String,
+}
+
 /// What the link needs to dial and stay connected.
 #[derive(Debug, Clone)]
 pub struct LinkConfig {

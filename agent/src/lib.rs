@@ -2,6 +2,8 @@
 //! behalf. It dials the coordinator, keeps one bidirectional gRPC stream, and opens no port.
 //!
 //! Layout:
+//! - [`run`] / [`Agent`]: the agent's wiring (tmux, pane host, link), shared by the
+//!   `karl-agent` binary and the coordinator's in-process agent.
 //! - [`config`]: the agent's configuration (TOML file, env, flags).
 //! - [`link`]: the stream to the coordinator — hello, heartbeats, reconnect with backoff,
 //!   command dispatch.
@@ -13,7 +15,6 @@
 //! - [`inject`]: the injection protocol and the send-keys allowlist.
 //! - [`procs`]: the processes running in a pane (`ps`), evidence that the agent CLI lives.
 //! - [`error`]: the agent's error type.
-//! - [`test_server`]: a private, self-cleaning tmux server for tests and benchmarks.
 
 pub mod activity;
 pub mod config;
@@ -24,22 +25,50 @@ pub mod link;
 pub mod panes;
 pub mod procs;
 pub mod snapshot;
-pub mod test_server;
 pub mod tmux;
 
-/// Completes on Ctrl-C or SIGTERM: the shutdown future both binaries hand to their
-/// servers and links.
-pub async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
+use std::future::Future;
+use std::sync::Arc;
+
+use karl_common::pb;
+use tokio::sync::mpsc;
+
+use crate::config::{AgentConfig, LinkConfig};
+use crate::panes::PaneHost;
+use crate::tmux::Tmux;
+
+/// Runs an agent until `shutdown` completes: [`Agent::start`], then [`Agent::run`].
+pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()>) -> error::Result<()> {
+    Agent::start(config).await?.run(shutdown).await;
+    Ok(())
+}
+
+/// A started agent: tmux checked, the pane host up, the link not yet dialing. The
+/// `karl-agent` binary and the coordinator's in-process agent both go through it, so
+/// the two run the same wiring; the coordinator starts it before serving, so a
+/// missing or old tmux is a startup error there too.
+pub struct Agent {
+    link: LinkConfig,
+    host: Arc<PaneHost>,
+    events: mpsc::Receiver<pb::AgentEvent>,
+}
+
+impl Agent {
+    /// Checks that the configured tmux is usable and starts the pane host.
+    pub async fn start(config: AgentConfig) -> error::Result<Agent> {
+        let tmux = Tmux::new(config.tmux_socket).with_program(config.tmux_bin);
+        let tmux_version = tmux.supported_version().await?;
+        let (events_tx, events) = mpsc::channel(1024);
+        let host = Arc::new(PaneHost::new(tmux, events_tx));
+        let link = config.link;
+        tracing::info!(target: "agent", coord = %link.coord, machine = %link.machine, tmux = %tmux_version, "karl-agent starting");
+        Ok(Agent { link, host, events })
     }
-    let _ = tokio::signal::ctrl_c().await;
+
+    /// Keeps the link to the coordinator until `shutdown` completes, then stops the
+    /// pane host (its tmux control clients).
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        link::run(self.link, self.host.clone(), self.events, shutdown).await;
+        self.host.shutdown().await;
+    }
 }

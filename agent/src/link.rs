@@ -5,7 +5,7 @@
 //! snapshots and pane events forwarded from the pane host, and one task per command
 //! from the coordinator whose result goes back on the stream. On any disconnect,
 //! reconnect forever with capped exponential backoff and full jitter; a rejected token
-//! or a refused machine name backs off to the cap instead of hammering.
+//! or a refused machine name waits the whole cap instead of hammering.
 //!
 //! What happens to panes is not here: the link calls a [`PaneOps`] implementation
 //! (the tmux-backed [`crate::panes::PaneHost`] in production, a scripted one in tests).
@@ -14,6 +14,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 use karl_common::auth::{bearer, AUTH_HEADER};
 use karl_common::pb;
 use karl_common::pb::agent_command::Kind;
@@ -44,43 +45,56 @@ pub trait PaneOps: Send + Sync + 'static {
     fn send_keys(&self, s: pb::SendKeys) -> impl Future<Output = Result<(), OpError>> + Send;
 }
 
-/// Capped exponential backoff with full jitter (each delay uniform in [d/2, d]).
-#[derive(Debug, Clone)]
+/// Reconnect delays: capped exponential backoff with full jitter, each delay uniform in
+/// `[0, ceiling]`, so agents that lost the coordinator together do not return together.
+///
+/// backon's [`ExponentialBuilder`] gives the ceilings (base, doubling, capped at `max`).
+/// Its own `with_jitter` (backon 1.6) adds up to one more ceiling on top, `[d, 2d)`, which
+/// is neither full jitter nor within the cap, so the jitter is drawn here instead.
+#[derive(Debug)]
 pub struct Backoff {
-    base: Duration,
+    schedule: ExponentialBuilder,
     max: Duration,
-    attempt: u32,
+    ceilings: ExponentialBackoff,
+    ceiling: Duration,
 }
 
 impl Backoff {
     pub fn new(base: Duration, max: Duration) -> Self {
+        let schedule = ExponentialBuilder::new()
+            .with_min_delay(base.min(max))
+            .with_max_delay(max)
+            .with_factor(2.0)
+            .without_max_times();
         Backoff {
-            base,
+            schedule,
             max,
-            attempt: 0,
+            ceilings: schedule.build(),
+            ceiling: Duration::ZERO,
         }
     }
 
-    /// The ceiling of the next delay, before jitter.
+    /// The ceiling the last delay was drawn under.
     pub fn ceiling(&self) -> Duration {
-        let factor = 1u32.checked_shl(self.attempt.min(20)).unwrap_or(u32::MAX);
-        self.base.saturating_mul(factor).min(self.max)
+        self.ceiling
     }
 
     pub fn next_delay(&mut self) -> Duration {
-        let d = self.ceiling();
-        self.attempt = self.attempt.saturating_add(1);
-        let half = d / 2;
-        half + rand::thread_rng().gen_range(Duration::ZERO..=half)
+        self.ceiling = self.ceilings.next().unwrap_or(self.max).min(self.max);
+        rand::thread_rng().gen_range(Duration::ZERO..=self.ceiling)
     }
 
-    /// Jump to the cap (used when retrying soon cannot help: bad token, name taken).
-    pub fn to_max(&mut self) {
-        self.attempt = 32;
+    /// Jumps to the cap (used when retrying soon cannot help: bad token, name taken) and
+    /// returns it: such a retry waits the whole cap, never a jittered share of it, so a
+    /// misconfigured agent cannot hammer the coordinator.
+    pub fn to_max(&mut self) -> Duration {
+        self.ceilings = self.schedule.with_min_delay(self.max).build();
+        self.ceiling = self.max;
+        self.max
     }
 
     pub fn reset(&mut self) {
-        self.attempt = 0;
+        self.ceilings = self.schedule.build();
     }
 }
 
@@ -102,8 +116,7 @@ pub async fn run<P: PaneOps>(
         let delay = match outcome {
             Ended::Rejected(msg) => {
                 tracing::error!(target: "agent.link", coord = %cfg.coord, "{msg}");
-                backoff.to_max();
-                backoff.next_delay()
+                backoff.to_max()
             }
             Ended::Lost(msg) => {
                 let d = backoff.next_delay();
@@ -321,20 +334,24 @@ mod tests {
         let mut b = Backoff::new(Duration::from_millis(200), Duration::from_secs(30));
         let mut last_ceiling = Duration::ZERO;
         for _ in 0..20 {
+            let d = b.next_delay();
             let ceiling = b.ceiling();
             assert!(ceiling >= last_ceiling);
-            let d = b.next_delay();
-            assert!(
-                d >= ceiling / 2 && d <= ceiling,
-                "{d:?} outside [{:?}, {ceiling:?}]",
-                ceiling / 2
-            );
+            assert!(d <= ceiling, "{d:?} over {ceiling:?}");
             last_ceiling = ceiling;
         }
         assert_eq!(b.ceiling(), Duration::from_secs(30));
+        // Full jitter, not equal jitter: draws under the cap also fall below half of it
+        // (all 40 above it has odds of 2^-40).
+        let low = (0..40)
+            .filter(|_| b.next_delay() < Duration::from_secs(15))
+            .count();
+        assert!(low > 0, "no delay below half the cap in 40 draws");
         b.reset();
+        b.next_delay();
         assert_eq!(b.ceiling(), Duration::from_millis(200));
-        b.to_max();
+        assert_eq!(b.to_max(), Duration::from_secs(30));
+        b.next_delay();
         assert_eq!(b.ceiling(), Duration::from_secs(30));
     }
 }

@@ -7,8 +7,8 @@ mod tmux_support;
 
 use std::time::Duration;
 
-use karl_agent::test_server::TestServer;
 use karl_common::pb;
+use karl_tests::tmux_server::TmuxServer;
 use tmux_support::*;
 
 fn watch(target: &str) -> pb::Watch {
@@ -19,7 +19,7 @@ fn watch(target: &str) -> pb::Watch {
     }
 }
 
-fn sessions(server: &TestServer) -> Vec<String> {
+fn sessions(server: &TmuxServer) -> Vec<String> {
     let mut s: Vec<String> = server
         .run(&["list-sessions", "-F", "#{session_name}"])
         .unwrap()
@@ -32,17 +32,11 @@ fn sessions(server: &TestServer) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_client_per_watched_session_and_none_left_after_shutdown() {
-    let server = TestServer::new();
-    let a1 = server
-        .new_session("a", 80, 24, Some("sleep 100000"))
-        .unwrap();
-    let a2 = server.new_window("a", Some("sleep 100000")).unwrap();
-    let b = server
-        .new_session("b", 120, 40, Some("sleep 100000"))
-        .unwrap();
-    let c = server
-        .new_session("c", 80, 24, Some("sleep 100000"))
-        .unwrap();
+    let server = TmuxServer::new();
+    let a1 = server.new_session("a", 80, 24, "sleep 100000").unwrap();
+    let a2 = server.new_window("a", "sleep 100000").unwrap();
+    let b = server.new_session("b", 120, 40, "sleep 100000").unwrap();
+    let c = server.new_session("c", 80, 24, "sleep 100000").unwrap();
     let (host, _rx) = host(&server);
     for p in [&a1, &a2, &b, &c] {
         host.watch(watch(p)).await.unwrap();
@@ -97,14 +91,12 @@ async fn one_client_per_watched_session_and_none_left_after_shutdown() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_detached_from_outside_is_replaced() {
-    let server = TestServer::new();
-    let pane = server
-        .new_session("x", 80, 24, Some("sleep 100000"))
-        .unwrap();
+    let server = TmuxServer::new();
+    let pane = server.new_session("x", 80, 24, "sleep 100000").unwrap();
     let (host, mut rx) = host(&server);
     host.watch(watch(&pane)).await.unwrap();
     assert_eq!(control_clients(&server), 1);
-    let names = |server: &TestServer| -> Vec<String> {
+    let names = |server: &TmuxServer| -> Vec<String> {
         server
             .run(&["list-clients", "-F", "#{client_name}"])
             .unwrap_or_default()
@@ -148,10 +140,8 @@ async fn a_client_detached_from_outside_is_replaced() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_attach_says_why_and_leaves_nothing_behind() {
     use karl_agent::control::ControlClient;
-    let server = TestServer::new();
-    server
-        .new_session("only", 80, 24, Some("sleep 100000"))
-        .unwrap();
+    let server = TmuxServer::new();
+    server.new_session("only", 80, 24, "sleep 100000").unwrap();
     let e = ControlClient::attach(&server.tmux(), "$99", |_| {}, |_| {})
         .await
         .unwrap_err();

@@ -14,8 +14,8 @@ mod tmux_support;
 use std::time::Duration;
 
 use karl_agent::error::AgentError;
-use karl_agent::test_server::TestServer;
 use karl_common::pb;
+use karl_tests::tmux_server::TmuxServer;
 use tmux_support::*;
 
 const NASTY: &str = "Fix the parser; then run `cargo test`.\n\
@@ -37,7 +37,7 @@ fn outcome(r: &pb::InjectResult) -> pb::InjectOutcome {
     pb::InjectOutcome::try_from(r.outcome).unwrap()
 }
 
-async fn ready(server: &TestServer, pane: &str) {
+async fn ready(server: &TmuxServer, pane: &str) {
     assert!(
         wait_for_text(server, pane, "stand-in tui", Duration::from_secs(10)).await,
         "the TUI did not start (is python3 installed?)"
@@ -46,7 +46,7 @@ async fn ready(server: &TestServer, pane: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multi_line_text_arrives_byte_for_byte_as_one_submission() {
-    let server = TestServer::new();
+    let server = TmuxServer::new();
     let dir = tempfile::tempdir().unwrap();
     let (pane, log) = start_tui(&server, "inj", dir.path(), "");
     ready(&server, &pane).await;
@@ -76,7 +76,7 @@ async fn multi_line_text_arrives_byte_for_byte_as_one_submission() {
 /// into a REPL pressed Enter three times and reported failure).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_karl_cannot_read_gets_the_text_once_and_one_enter() {
-    let server = TestServer::new();
+    let server = TmuxServer::new();
     let dir = tempfile::tempdir().unwrap();
     let (pane, log) = start_tui(&server, "repl", dir.path(), "--drop-enters 1");
     ready(&server, &pane).await;
@@ -112,7 +112,7 @@ async fn a_program_karl_cannot_read_gets_the_text_once_and_one_enter() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copy_mode_dead_panes_and_control_characters_are_refused() {
-    let server = TestServer::new();
+    let server = TmuxServer::new();
     let dir = tempfile::tempdir().unwrap();
     let (pane, log) = start_tui(&server, "cm", dir.path(), "");
     ready(&server, &pane).await;
@@ -148,7 +148,7 @@ async fn copy_mode_dead_panes_and_control_characters_are_refused() {
     server
         .run(&["set-option", "-g", "remain-on-exit", "on"])
         .unwrap();
-    let dead = server.new_window("cm", Some("true")).unwrap();
+    let dead = server.new_window("cm", "true").unwrap();
     assert!(
         eventually(Duration::from_secs(5), || server
             .run(&["display-message", "-p", "-t", &dead, "#{pane_dead}"])
@@ -171,7 +171,7 @@ async fn copy_mode_dead_panes_and_control_characters_are_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_injections_into_one_pane_are_serialized() {
-    let server = TestServer::new();
+    let server = TmuxServer::new();
     let dir = tempfile::tempdir().unwrap();
     let (pane, log) = start_tui(&server, "par", dir.path(), "");
     ready(&server, &pane).await;
@@ -197,7 +197,7 @@ async fn concurrent_injections_into_one_pane_are_serialized() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn send_keys_holds_to_the_allowlist() {
-    let server = TestServer::new();
+    let server = TmuxServer::new();
     let dir = tempfile::tempdir().unwrap();
     let (pane, log) = start_tui(&server, "keys", dir.path(), "");
     ready(&server, &pane).await;

@@ -8,8 +8,8 @@ mod tmux_support;
 use std::time::{Duration, Instant};
 
 use karl_agent::error::AgentError;
-use karl_agent::test_server::TestServer;
 use karl_common::pb;
+use karl_tests::tmux_server::TmuxServer;
 use tmux_support::*;
 
 const SECS: fn(u64) -> Duration = Duration::from_secs;
@@ -30,7 +30,7 @@ async fn closed(rx: &mut tokio::sync::mpsc::Receiver<pb::AgentEvent>, pane: &str
 /// Prints `line` in `pane` and waits for the settled snapshot that shows it.
 async fn settles_showing(
     rx: &mut tokio::sync::mpsc::Receiver<pb::AgentEvent>,
-    server: &TestServer,
+    server: &TmuxServer,
     pane: &str,
     line: &str,
 ) {
@@ -57,10 +57,8 @@ fn watch(target: &str, settle_ms: u32) -> pb::Watch {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settle_comes_after_settle_ms_of_silence_and_not_before() {
-    let server = TestServer::new();
-    let pane = server
-        .new_session("w", 80, 24, Some("sleep 100000"))
-        .unwrap();
+    let server = TmuxServer::new();
+    let pane = server.new_session("w", 80, 24, "sleep 100000").unwrap();
     let tty = pane_tty(&server, &pane);
     let (host, mut rx) = host(&server);
     host.watch(watch(&pane, 300)).await.unwrap();
@@ -118,9 +116,9 @@ async fn settle_comes_after_settle_ms_of_silence_and_not_before() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pane_spinning_forever_never_settles() {
-    let server = TestServer::new();
+    let server = TmuxServer::new();
     let spinner = r#"sh -c 'while :; do for c in "⠋" "⠙" "⠹" "⠸"; do printf "\r%s working" "$c"; sleep 0.1; done; done'"#;
-    let pane = server.new_session("spin", 80, 24, Some(spinner)).unwrap();
+    let pane = server.new_session("spin", 80, 24, spinner).unwrap();
     let (host, mut rx) = host(&server);
     host.watch(watch(&pane, 300)).await.unwrap();
     let events = collect_for(&mut rx, SECS(3)).await;
@@ -138,11 +136,9 @@ async fn a_pane_spinning_forever_never_settles() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_panes_are_not_captured_except_by_the_safety_timer() {
-    let server = TestServer::new();
-    let quiet = server
-        .new_session("quiet", 80, 24, Some("sleep 100000"))
-        .unwrap();
-    let safe = server.new_window("quiet", Some("sleep 100000")).unwrap();
+    let server = TmuxServer::new();
+    let quiet = server.new_session("quiet", 80, 24, "sleep 100000").unwrap();
+    let safe = server.new_window("quiet", "sleep 100000").unwrap();
     let (host, mut rx) = host(&server);
     host.watch(watch(&quiet, 300)).await.unwrap();
     host.watch(pb::Watch {
@@ -172,7 +168,7 @@ async fn idle_panes_are_not_captured_except_by_the_safety_timer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capture_reports_metadata_and_the_ansi_variant() {
-    let server = TestServer::new();
+    let server = TmuxServer::new();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("s.sh"),
@@ -180,7 +176,7 @@ async fn capture_reports_metadata_and_the_ansi_variant() {
     )
     .unwrap();
     let cmd = format!("cd '{}' && exec sh ./s.sh", dir.path().display());
-    let pane = server.new_session("meta", 100, 30, Some(&cmd)).unwrap();
+    let pane = server.new_session("meta", 100, 30, &cmd).unwrap();
     let (host, _rx) = host(&server);
     assert!(wait_for_text(&server, &pane, "dim ghost", SECS(5)).await);
 
@@ -233,10 +229,8 @@ async fn capture_reports_metadata_and_the_ansi_variant() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_and_unknown_targets_are_refused_with_a_reason() {
-    let server = TestServer::new();
-    server
-        .new_session("t", 80, 24, Some("sleep 100000"))
-        .unwrap();
+    let server = TmuxServer::new();
+    server.new_session("t", 80, 24, "sleep 100000").unwrap();
     let (host, _rx) = host(&server);
     let e = host
         .watch(watch("t:0.0; kill-server", 0))
@@ -247,15 +241,13 @@ async fn bad_and_unknown_targets_are_refused_with_a_reason() {
     assert!(matches!(e, AgentError::PaneNotFound { .. }), "{e}");
     assert!(e.to_string().contains("%999"));
     // `=` makes the session match exact: `t` does not reach a session named `tt`.
-    server
-        .new_session("tt", 80, 24, Some("sleep 100000"))
-        .unwrap();
+    server.new_session("tt", 80, 24, "sleep 100000").unwrap();
     server.run(&["kill-session", "-t", "=t"]).unwrap();
     let e = host.watch(watch("t:0.0", 0)).await.unwrap_err();
     assert!(matches!(e, AgentError::PaneNotFound { .. }), "{e}");
     assert!(host.watching().is_empty());
     // No tmux server at all.
-    let none = TestServer::new();
+    let none = TmuxServer::new();
     let (lonely, _rx) = tmux_support::host(&none);
     assert!(lonely.list_panes().await.unwrap().is_empty());
     let e = lonely.watch(watch("%0", 0)).await.unwrap_err();
@@ -266,10 +258,8 @@ async fn bad_and_unknown_targets_are_refused_with_a_reason() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closed_panes_are_reported_and_the_host_carries_on() {
-    let server = TestServer::new();
-    let keep = server
-        .new_session("c", 80, 24, Some("sleep 100000"))
-        .unwrap();
+    let server = TmuxServer::new();
+    let keep = server.new_session("c", 80, 24, "sleep 100000").unwrap();
     let split = server
         .run(&[
             "split-window",
@@ -284,10 +274,8 @@ async fn closed_panes_are_reported_and_the_host_carries_on() {
         .unwrap()
         .trim()
         .to_string();
-    let lone_window = server.new_window("c", Some("sleep 100000")).unwrap();
-    let other_session = server
-        .new_session("d", 80, 24, Some("sleep 100000"))
-        .unwrap();
+    let lone_window = server.new_window("c", "sleep 100000").unwrap();
+    let other_session = server.new_session("d", 80, 24, "sleep 100000").unwrap();
     let (host, mut rx) = host(&server);
     for p in [&keep, &split, &lone_window, &other_session] {
         host.watch(watch(p, 300)).await.unwrap();
@@ -310,10 +298,8 @@ async fn closed_panes_are_reported_and_the_host_carries_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_server_is_reported_survived_and_watching_resumes() {
-    let server = TestServer::new();
-    let pane = server
-        .new_session("srv", 80, 24, Some("sleep 100000"))
-        .unwrap();
+    let server = TmuxServer::new();
+    let pane = server.new_session("srv", 80, 24, "sleep 100000").unwrap();
     let (host, mut rx) = host(&server);
     host.watch(watch("srv:0.0", 300)).await.unwrap();
     server.kill();
@@ -331,9 +317,7 @@ async fn a_dead_server_is_reported_survived_and_watching_resumes() {
     assert!(host.list_panes().await.unwrap().is_empty());
 
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let again = server
-        .new_session("srv", 80, 24, Some("sleep 100000"))
-        .unwrap();
+    let again = server.new_session("srv", 80, 24, "sleep 100000").unwrap();
     let (ev, _) = wait_for(
         &mut rx,
         SECS(10),
@@ -363,12 +347,10 @@ async fn a_dead_server_is_reported_survived_and_watching_resumes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_session_is_reported_when_clients_move_instead_of_exiting() {
-    let server = TestServer::new();
-    server
-        .new_session("stay", 80, 24, Some("sleep 100000"))
-        .unwrap();
+    let server = TmuxServer::new();
+    server.new_session("stay", 80, 24, "sleep 100000").unwrap();
     let doomed = server
-        .new_session("doomed", 80, 24, Some("sleep 100000"))
+        .new_session("doomed", 80, 24, "sleep 100000")
         .unwrap();
     // With this a client whose session dies is moved to another session, not detached.
     server

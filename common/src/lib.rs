@@ -81,6 +81,23 @@ pub fn init_logging(default_filter: &str) {
         .try_init();
 }
 
+/// Completes on Ctrl-C or SIGTERM: the shutdown future both binaries hand to their
+/// servers and links.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
 /// An example config (`deploy/*.toml`) with its commented-out `[table]` and `key = value`
 /// lines switched on. Each program's tests parse the result, so every key the examples
 /// document is one the program reads.

@@ -11,11 +11,7 @@ use karl_coord::context::{
     build_context, redact, ContextConfig, ContextInput, Digest, Outcome, PaneSignal, SessionBrief,
     TaskGraph, TokenEstimator, TurnNote,
 };
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
+use karl_tests::stats::Latencies;
 
 fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/panes");
@@ -97,7 +93,7 @@ fn main() {
     let est = TokenEstimator::default();
 
     let rounds = 20;
-    let mut times = Vec::with_capacity(screens.len() * 3 * rounds);
+    let mut times = Latencies::new();
     let mut worst: (Duration, String) = (Duration::ZERO, String::new());
     let mut max_tokens = 0;
     for _ in 0..rounds {
@@ -123,17 +119,16 @@ fn main() {
                 if took > worst.0 {
                     worst = (took, name.clone());
                 }
-                times.push(took);
+                times.record(took);
             }
         }
     }
-    times.sort();
     println!("context assembly: {} calls over {fixtures} fixture captures + 3 synthetic screens x 3 signals", times.len());
     println!(
         "  p50 {:?}  p90 {:?}  p99 {:?}  max {:?} ({})",
-        percentile(&times, 0.50),
-        percentile(&times, 0.90),
-        percentile(&times, 0.99),
+        times.quantile(0.50),
+        times.quantile(0.90),
+        times.quantile(0.99),
         worst.0,
         worst.1
     );

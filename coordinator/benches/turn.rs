@@ -26,6 +26,7 @@ use karl_coord::records::{
     AuditEntry, AuditKind, InjectStatus, SessionRecord, Status, TurnOutcome, TurnRecord, TurnSource,
 };
 use karl_coord::store::Store;
+use karl_tests::stats::{us, Latencies};
 
 /// Turns per session before a fresh session starts (real sessions are 30–100 turns).
 const TURNS_PER_SESSION: u32 = 50;
@@ -39,23 +40,14 @@ struct Capture {
 
 #[derive(Default)]
 struct Stages {
-    classify: Vec<Duration>,
-    context: Vec<Duration>,
-    gate: Vec<Duration>,
-    store: Vec<Duration>,
-    one_commit: Vec<Duration>,
-    pure: Vec<Duration>,
-    total: Vec<Duration>,
-    total_one_commit: Vec<Duration>,
-}
-
-fn pct(v: &mut [Duration], p: f64) -> Duration {
-    v.sort();
-    v[((v.len() - 1) as f64 * p).round() as usize]
-}
-
-fn us(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
+    classify: Latencies,
+    context: Latencies,
+    gate: Latencies,
+    store: Latencies,
+    one_commit: Latencies,
+    pure: Latencies,
+    total: Latencies,
+    total_one_commit: Latencies,
 }
 
 fn main() {
@@ -219,23 +211,23 @@ fn main() {
         last_turn = Some(turn);
 
         let pure = classify + context + gate_time;
-        st.classify.push(classify);
-        st.context.push(context);
-        st.gate.push(gate_time);
-        st.store.push(store_time);
-        st.one_commit.push(one_commit);
-        st.pure.push(pure);
-        st.total.push(pure + store_time);
-        st.total_one_commit.push(pure + one_commit);
+        st.classify.record(classify);
+        st.context.record(context);
+        st.gate.record(gate_time);
+        st.store.record(store_time);
+        st.one_commit.record(one_commit);
+        st.pure.record(pure);
+        st.total.record(pure + store_time);
+        st.total_one_commit.record(pure + one_commit);
     }
 
-    let line = |name: &str, v: &mut Vec<Duration>| {
-        let (p50, p99) = (pct(v, 0.5), pct(v, 0.99));
+    let line = |name: &str, v: &Latencies| {
+        let (p50, p99) = (v.quantile(0.5), v.quantile(0.99));
         println!(
             "  {name:<34} p50 {:>8.1} µs   p99 {:>8.1} µs   max {:>8.1} µs",
             us(p50),
             us(p99),
-            us(v[v.len() - 1])
+            us(v.max())
         );
         (p50, p99)
     };
@@ -244,14 +236,14 @@ fn main() {
         captures.len(),
         data_dir_fs(data.path())
     );
-    line("classify", &mut st.classify);
-    line("context stack", &mut st.context);
-    line("gate", &mut st.gate);
-    line("sled: one turn commit", &mut st.one_commit);
-    line("sled: all writes of a turn", &mut st.store);
-    let (_, p99_pure) = line("classify + context + gate", &mut st.pure);
-    let (_, p99_one) = line("total, one commit", &mut st.total_one_commit);
-    let (p50, p99) = line("total, all writes of a turn", &mut st.total);
+    line("classify", &st.classify);
+    line("context stack", &st.context);
+    line("gate", &st.gate);
+    line("sled: one turn commit", &st.one_commit);
+    line("sled: all writes of a turn", &st.store);
+    let (_, p99_pure) = line("classify + context + gate", &st.pure);
+    let (_, p99_one) = line("total, one commit", &st.total_one_commit);
+    let (p50, p99) = line("total, all writes of a turn", &st.total);
     println!(
         "  largest context estimate over every fixture and signal: {worst_estimate} of {budget} tokens"
     );

@@ -60,33 +60,25 @@ pub async fn run(
     let local_agent = if cfg.local_agent {
         // Loopback plaintext: config validation keeps --local-agent and TLS apart.
         let coord = karl_common::tls::CoordAddr::parse(&format!("http://{addr}"))?;
-        let link = karl_agent::config::LinkConfig::new(
-            coord,
-            cfg.local_machine.clone(),
-            cfg.token.clone(),
-        );
-        let tmux =
-            karl_agent::tmux::Tmux::new(cfg.tmux_socket.clone()).with_program(cfg.tmux_bin.clone());
-        tmux.supported_version()
-            .await
-            .map_err(|e| CoordError::InvalidArgument(format!("the local agent: {e}")))?;
-        let (events_tx, events_rx) = tokio::sync::mpsc::channel(1024);
-        let host = Arc::new(karl_agent::panes::PaneHost::new(tmux, events_tx));
+        let agent = karl_agent::Agent::start(karl_agent::config::AgentConfig {
+            link: karl_agent::config::LinkConfig::new(
+                coord,
+                cfg.local_machine.clone(),
+                cfg.token.clone(),
+            ),
+            tmux_socket: cfg.tmux_socket.clone(),
+            tmux_bin: cfg.tmux_bin.clone(),
+        })
+        .await
+        .map_err(|e| CoordError::InvalidArgument(format!("the local agent: {e}")))?;
         let mut stop = stop_rx.clone();
-        let h = host.clone();
-        Some((
-            host,
-            tokio::spawn(async move {
-                karl_agent::link::run(link, h, events_rx, async move {
-                    while !*stop.borrow_and_update() {
-                        if stop.changed().await.is_err() {
-                            break;
-                        }
-                    }
-                })
-                .await;
-            }),
-        ))
+        Some(tokio::spawn(agent.run(async move {
+            while !*stop.borrow_and_update() {
+                if stop.changed().await.is_err() {
+                    break;
+                }
+            }
+        })))
     } else {
         None
     };
@@ -105,9 +97,8 @@ pub async fn run(
     })
     .await;
     engine.shutdown().await;
-    if let Some((host, task)) = local_agent {
+    if let Some(task) = local_agent {
         let _ = task.await;
-        host.shutdown().await;
     }
     served.map_err(|e| CoordError::Internal(format!("server failed: {e}")))
 }

@@ -369,15 +369,13 @@ impl SessionRecord {
 
     /// The end-of-session summary line(s).
     pub fn end_summary(&self) -> String {
-        let mut lat = self.model_latencies_ms.clone();
-        lat.sort_unstable();
-        let pct = |p: f64| -> u64 {
-            if lat.is_empty() {
-                0
-            } else {
-                lat[((lat.len() - 1) as f64 * p).round() as usize]
+        let mut lat = hdrhistogram::Histogram::<u64>::new(3).ok();
+        if let Some(h) = lat.as_mut() {
+            for &ms in &self.model_latencies_ms {
+                h.saturating_record(ms);
             }
-        };
+        }
+        let pct = |p: f64| lat.as_ref().map_or(0, |h| h.value_at_quantile(p));
         let rejections = if self.rejections.is_empty() {
             "none".to_string()
         } else {

@@ -32,6 +32,7 @@ use karl_common::pane_text::stable_hash;
 use karl_common::pb;
 use karl_common::tls::CoordAddr;
 use karl_tests::harness::{free_port, karl_command, tail, wait_for, Proc, Scratch};
+use karl_tests::stats::{ms, Latencies};
 use karl_tests::stub_model::{StubModel, StubScript};
 use tokio::sync::mpsc;
 
@@ -204,12 +205,6 @@ fn rss_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
-}
-
-fn pct(v: &[f64], p: f64) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    s[((s.len() - 1) as f64 * p).round() as usize]
 }
 
 /// The run's shape, from the environment.
@@ -471,7 +466,7 @@ async fn run(screen: Arc<Screen>, params: Params) {
         }
     }
     let _ = stop_tx.send(true);
-    let lat = latencies.lock().unwrap().clone();
+    let lat = Latencies::from_ms(&latencies.lock().unwrap());
     let alive = coord.is_running();
     coord.kill();
     drop(stub);
@@ -509,11 +504,11 @@ async fn run(screen: Arc<Screen>, params: Params) {
         );
         std::process::exit(1);
     }
-    let (p50, p99) = (pct(&lat, 0.5), pct(&lat, 0.99));
+    let (p50, p99) = (ms(lat.quantile(0.5)), ms(lat.quantile(0.99)));
     println!(
         "  decision latency (snapshot sent → inject received): p50 {p50:.1} ms  p90 {:.1} ms  p99 {p99:.1} ms  max {:.1} ms  over {} decisions (target p99 < 50 ms)",
-        pct(&lat, 0.9),
-        pct(&lat, 1.0),
+        ms(lat.quantile(0.9)),
+        ms(lat.max()),
         lat.len()
     );
     println!(

@@ -22,9 +22,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use karl_tests::harness::{
     bin, ctl, free_port, karl_command, shell_quote, standin_events, tail, wait_agent, wait_for,
-    Coord, Proc, Scratch, TmuxServer,
+    Coord, Proc, Scratch,
 };
+use karl_tests::stats::{ms, Latencies};
 use karl_tests::stub_model::{StubModel, StubScript};
+use karl_tests::tmux_server::TmuxServer;
 
 const SETTLE_MS: f64 = 300.0;
 
@@ -49,12 +51,6 @@ fn now_ms() -> f64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64() * 1e3)
         .unwrap_or(0.0)
-}
-
-fn pct(v: &[f64], p: f64) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    s[((s.len() - 1) as f64 * p).round() as usize]
 }
 
 /// karl-coord or karl-agent with logging at `warn`, so log writing stays out of the figures.
@@ -92,16 +88,21 @@ fn main() {
     .map(|a| shell_quote(a))
     .collect::<Vec<_>>()
     .join(" ");
-    let pane = tmux.new_session("work", 120, 40, &cmdline);
+    let pane = tmux
+        .new_session("work", 120, 40, &cmdline)
+        .expect("tmux new-session");
     wait_for(Duration::from_secs(10), || {
-        tmux.capture(&pane).contains('❯').then_some(())
+        tmux.capture(&pane)
+            .expect("tmux capture-pane")
+            .contains('❯')
+            .then_some(())
     })
     .expect("stand-in did not draw its input box");
 
     // The bench's own view of the pane's output.
     let outputs: Arc<Mutex<Vec<f64>>> = Arc::default();
     let mut watcher = Command::new(karl_agent::tmux::program_from_env())
-        .args(["-L", &tmux.socket, "-f", "/dev/null", "-C"])
+        .args(["-L", tmux.socket(), "-f", "/dev/null", "-C"])
         .args(["attach-session", "-t", "work", "-f", "ignore-size"])
         .env_remove("TMUX")
         .stdin(Stdio::piped())
@@ -162,7 +163,7 @@ fn main() {
             "--machine",
             "mac2",
             "--tmux-socket",
-            &tmux.socket,
+            tmux.socket(),
         ],
     );
     wait_agent(&scratch, &coord, "mac2", Duration::from_secs(15)).expect("agent did not connect");
@@ -225,6 +226,8 @@ fn main() {
         eprintln!("no turn could be measured");
         std::process::exit(1);
     }
+    let (appear_ms, submit_ms) = (Latencies::from_ms(&appear), Latencies::from_ms(&submit));
+    let pct = |l: &Latencies, q: f64| ms(l.quantile(q));
     let target = SETTLE_MS + 150.0;
     println!(
         "settle-to-injection: {} turns measured ({model_turns} written by the model), settle_ms {SETTLE_MS}, instant model",
@@ -232,27 +235,27 @@ fn main() {
     );
     println!(
         "  last output → prompt appears in the pane: p50 {:.0} ms  p99 {:.0} ms  min {:.0}  max {:.0}  (target < {target:.0} ms)",
-        pct(&appear, 0.5),
-        pct(&appear, 0.99),
-        pct(&appear, 0.0),
-        pct(&appear, 1.0)
+        pct(&appear_ms, 0.5),
+        pct(&appear_ms, 0.99),
+        ms(appear_ms.min()),
+        ms(appear_ms.max())
     );
     println!(
         "  last output → prompt submitted (Enter): p50 {:.0} ms  p99 {:.0} ms  (includes the 150 ms paste-to-Enter wait)",
-        pct(&submit, 0.5),
-        pct(&submit, 0.99)
+        pct(&submit_ms, 0.5),
+        pct(&submit_ms, 0.99)
     );
     println!(
         "BENCH name=settle_to_prompt_p50 value={:.0} unit=ms target=<{target:.0} what=\"last output -> prompt in pane, settle_ms=300, instant model, p50\"",
-        pct(&appear, 0.5)
+        pct(&appear_ms, 0.5)
     );
     println!(
         "BENCH name=settle_to_prompt_p99 value={:.0} unit=ms target=<{target:.0} what=\"last output -> prompt in pane, settle_ms=300, instant model, p99\"",
-        pct(&appear, 0.99)
+        pct(&appear_ms, 0.99)
     );
     println!(
         "BENCH name=settle_to_submit_p50 value={:.0} unit=ms target=- what=\"last output -> prompt submitted (incl. 150 ms Enter wait), p50\"",
-        pct(&submit, 0.5)
+        pct(&submit_ms, 0.5)
     );
     drop(stub);
 }

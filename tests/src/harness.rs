@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use karl_agent::test_server::TestServer;
+use crate::tmux_server::TmuxServer;
 
 /// Path of a workspace binary, e.g. `bin("karl-agent")`.
 pub fn bin(name: &str) -> PathBuf {
@@ -61,50 +61,6 @@ fn unique(prefix: &str) -> String {
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     )
-}
-
-/// A tmux server of its own (`tmux -L NAME -f /dev/null`), killed on drop: the agent's
-/// [`TestServer`] with panicking helpers, as tests want them.
-pub struct TmuxServer {
-    inner: TestServer,
-    pub socket: String,
-}
-
-impl TmuxServer {
-    pub fn new() -> Self {
-        let inner = TestServer::new();
-        let socket = inner.socket().to_string();
-        TmuxServer { inner, socket }
-    }
-
-    /// Runs `tmux -L socket ARGS`, returning stdout (panics with stderr on failure).
-    pub fn run(&self, args: &[&str]) -> String {
-        self.inner
-            .run(args)
-            .unwrap_or_else(|e| panic!("{e} (is tmux installed?)"))
-    }
-
-    /// Starts a detached session running `cmd` (a shell command line) and returns its
-    /// first pane's id (`%N`).
-    pub fn new_session(&self, name: &str, width: u16, height: u16, cmd: &str) -> String {
-        self.inner
-            .new_session(name, width, height, Some(cmd))
-            .unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    pub fn capture(&self, pane: &str) -> String {
-        self.run(&["capture-pane", "-p", "-t", pane])
-    }
-
-    pub fn kill(&self) {
-        self.inner.kill();
-    }
-}
-
-impl Default for TmuxServer {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 /// A child process killed (SIGKILL) and reaped on drop.
@@ -457,11 +413,13 @@ impl Fleet {
         if shell_after {
             cmdline = format!("{cmdline}; PS1='dev@mac2 proj $ ' exec bash --norc --noprofile -i");
         }
-        let pane = tmux.new_session("work", 120, 40, &cmdline);
+        let pane = tmux
+            .new_session("work", 120, 40, &cmdline)
+            .expect("tmux new-session");
         let fleet = Self::launch(scratch, tmux, pane, standin_log, coord_args);
         // The stand-in's first screen.
         wait_for(Duration::from_secs(10), || {
-            fleet.tmux.capture(&fleet.pane).contains('❯').then_some(())
+            fleet.screen().contains('❯').then_some(())
         })
         .expect("stand-in did not draw its input box");
         fleet
@@ -481,7 +439,9 @@ impl Fleet {
     ) -> Fleet {
         let tmux = TmuxServer::new();
         let standin_log = scratch.path("standin.log");
-        let pane = tmux.new_session("work", width, height, cmdline);
+        let pane = tmux
+            .new_session("work", width, height, cmdline)
+            .expect("tmux new-session");
         Self::launch(scratch, tmux, pane, standin_log, coord_args)
     }
 
@@ -507,7 +467,7 @@ impl Fleet {
         }
         args.extend_from_slice(coord_args);
         let coord = Coord::start(&scratch, None, &args);
-        let agent = start_agent(&scratch, &coord.url(), "mac2", None, &tmux.socket);
+        let agent = start_agent(&scratch, &coord.url(), "mac2", None, tmux.socket());
         wait_agent(&scratch, &coord, "mac2", Duration::from_secs(15))
             .expect("agent did not connect");
         Fleet {
@@ -553,7 +513,7 @@ impl Fleet {
             &self.coord.url(),
             "mac2",
             None,
-            &self.tmux.socket,
+            self.tmux.socket(),
         );
     }
 
@@ -612,6 +572,11 @@ impl Fleet {
         let text = format!("# a plan: one step per line\n\n{}\n", steps.join("\n"));
         std::fs::write(&path, text).unwrap_or_else(|e| panic!("write plan: {e}"));
         path.display().to_string()
+    }
+
+    /// The fleet pane's visible screen (panics when tmux cannot capture it).
+    pub fn screen(&self) -> String {
+        self.tmux.capture(&self.pane).expect("tmux capture-pane")
     }
 
     /// Prompts the stand-in received, in order, byte for byte.

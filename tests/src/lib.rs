@@ -8,10 +8,15 @@
 //! - [`http_stub`]: the accept loop and response helpers both stub servers share.
 //! - [`standin`]: `karl-standin`, a stand-in coding agent whose screens follow Claude
 //!   Code's, driven by a script file; plus its tmux test harness.
+//! - [`stats`]: latency percentiles for the benchmarks (an HDR histogram).
 //! - [`stub_model`]: `karl-stub-model`, a scripted OpenAI-compatible model server.
+//! - [`tmux_server`]: the private, self-cleaning tmux server every real-tmux test and
+//!   benchmark runs on (the agent's own tests included).
 
 pub mod anthropic_stub;
 pub mod harness;
 pub mod http_stub;
 pub mod standin;
+pub mod stats;
 pub mod stub_model;
+pub mod tmux_server;

@@ -9,10 +9,10 @@
 use std::time::Duration;
 
 use karl_agent::panes::PaneHost;
-use karl_agent::tmux::Tmux;
 use karl_common::pb;
 use karl_tests::standin::log::LogEvent;
-use karl_tests::standin::tmux::{StandinPane, StandinSpec, TmuxServer};
+use karl_tests::standin::tmux::{StandinPane, StandinSpec};
+use karl_tests::tmux_server::TmuxServer;
 use tokio::sync::mpsc;
 
 const BIN: &str = env!("CARGO_BIN_EXE_karl-standin");
@@ -34,11 +34,7 @@ fn server() -> TmuxServer {
 
 fn host(server: &TmuxServer) -> PaneHost {
     let (tx, _rx) = mpsc::channel(64);
-    PaneHost::new(
-        Tmux::new(Some(server.socket().to_string()))
-            .with_program(karl_agent::tmux::program_from_env()),
-        tx,
-    )
+    PaneHost::new(server.tmux(), tx)
 }
 
 fn inject(target: &str, text: &str) -> pb::Inject {
@@ -117,7 +113,7 @@ async fn tricky_multi_line_text_arrives_byte_for_byte_as_one_prompt() {
     idle(&p).await;
     assert_eq!(p.prompts(), vec![TRICKY.to_string()]);
     assert_eq!(
-        tmux.tmux(&["list-buffers"]).unwrap(),
+        tmux.run(&["list-buffers"]).unwrap(),
         "",
         "the paste buffer is deleted"
     );
@@ -194,7 +190,7 @@ async fn a_human_draft_is_refused_and_left_alone() {
     let tmux = server();
     let p = StandinSpec::new(BIN).start(&tmux).unwrap();
     idle(&p).await;
-    tmux.tmux(&["send-keys", "-t", &p.pane, "-l", "my own half-written idea"])
+    tmux.run(&["send-keys", "-t", &p.pane, "-l", "my own half-written idea"])
         .unwrap();
     screen_shows(&p, "my own half-written idea").await;
     let host = host(&tmux);
@@ -282,7 +278,7 @@ async fn dialogs_busy_agents_and_copy_mode_are_refused() {
     assert!(r.reason.contains("busy"), "{}", r.reason);
 
     idle(&p).await;
-    tmux.tmux(&["copy-mode", "-t", &p.pane]).unwrap();
+    tmux.run(&["copy-mode", "-t", &p.pane]).unwrap();
     let r = host.inject(inject(&p.pane, "in copy mode")).await;
     assert_eq!(outcome(&r), pb::InjectOutcome::Refused, "{r:?}");
     assert!(r.reason.contains("copy mode"), "{}", r.reason);

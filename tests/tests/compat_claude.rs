@@ -225,7 +225,7 @@ impl Claude {
     }
 
     fn screen(&self) -> String {
-        self.fleet.tmux.capture(&self.fleet.pane)
+        self.fleet.screen()
     }
 
     fn wait_screen(&self, timeout: Duration, what: &str, pred: impl Fn(&str) -> bool) {
@@ -693,7 +693,8 @@ fn a_human_draft_in_the_box_is_never_typed_over(version: &'static str) {
     let draft = "half-written idea about the lexer";
     c.fleet
         .tmux
-        .run(&["send-keys", "-t", &c.fleet.pane, "-l", draft]);
+        .run(&["send-keys", "-t", &c.fleet.pane, "-l", draft])
+        .expect("tmux");
     c.wait_screen(Duration::from_secs(10), "the draft", |s| {
         has_line(s, &format!("❯ {draft}"))
     });
@@ -719,7 +720,10 @@ fn a_human_draft_in_the_box_is_never_typed_over(version: &'static str) {
         show["session"]
     );
     // The human clears the box: the session goes on and types its step once.
-    c.fleet.tmux.run(&["send-keys", "-t", &c.fleet.pane, "C-u"]);
+    c.fleet
+        .tmux
+        .run(&["send-keys", "-t", &c.fleet.pane, "C-u"])
+        .expect("tmux");
     let show = c.wait_status(&id, Duration::from_secs(40), &["done"]);
     assert_eq!(c.stub.conversation(), prompts(&show));
     assert_eq!(prompts(&show), steps);
@@ -731,6 +735,7 @@ fn cli_pid(c: &Claude) -> u32 {
         .fleet
         .tmux
         .run(&["display-message", "-p", "-t", &c.fleet.pane, "#{pane_pid}"])
+        .expect("tmux")
         .trim()
         .parse()
         .unwrap();
@@ -805,7 +810,8 @@ fn auto_mode_prompt(cli: &Cli, policy: &str) -> (Claude, String) {
     std::thread::sleep(Duration::from_millis(1500));
     c.fleet
         .tmux
-        .run(&["send-keys", "-t", &c.fleet.pane, "Enter"]);
+        .run(&["send-keys", "-t", &c.fleet.pane, "Enter"])
+        .expect("tmux");
     c.wait_screen(Duration::from_secs(20), "the No/Yes prompt", |s| {
         s.contains("Do you want to proceed?") && has_line(s, " ❯ No")
     });

@@ -64,11 +64,7 @@ fn capture_send_and_audit() {
 
     // --force overrides the gate, and says so in the audit log.
     wait_for(Duration::from_secs(10), || {
-        fleet
-            .tmux
-            .capture(&fleet.pane)
-            .contains("for shortcuts")
-            .then_some(())
+        fleet.screen().contains("for shortcuts").then_some(())
     })
     .expect("idle again");
     let forced = fleet.ctl(&["send", "mac2", &fleet.pane, "status?", "--force"]);
@@ -157,7 +153,10 @@ fn watch_pane_streams_settled_snapshots() {
 #[test]
 fn send_to_a_program_karl_cannot_read() {
     let fleet = Fleet::start_with(Some(FAST), &[], &[]);
-    let pane = fleet.tmux.new_session("other", 80, 24, "cat");
+    let pane = fleet
+        .tmux
+        .new_session("other", 80, 24, "cat")
+        .expect("tmux new-session");
     wait_for(Duration::from_secs(10), || {
         let panes = fleet.ctl(&["panes", "mac2", "--json"]);
         panes.stdout.contains(&format!("\"{pane}\"")).then_some(())
@@ -171,7 +170,11 @@ fn send_to_a_program_karl_cannot_read() {
         "{refused:?}"
     );
     assert!(!refused.stderr.contains("working"), "{refused:?}");
-    assert!(!fleet.tmux.capture(&pane).contains("hello karl"));
+    assert!(!fleet
+        .tmux
+        .capture(&pane)
+        .expect("tmux capture-pane")
+        .contains("hello karl"));
 
     let forced = fleet.ctl(&["send", "mac2", &pane, "hello karl", "--force", "--json"]);
     assert_eq!(forced.code, 0, "{forced:?}");
@@ -181,13 +184,13 @@ fn send_to_a_program_karl_cannot_read() {
     // The terminal echoes the line and cat prints it back: twice, and no blank lines from
     // extra Enters after it.
     let screen = wait_for(Duration::from_secs(10), || {
-        let s = fleet.tmux.capture(&pane);
+        let s = fleet.tmux.capture(&pane).expect("tmux capture-pane");
         (s.matches("hello karl").count() == 2).then_some(s)
     })
-    .unwrap_or_else(|| panic!("{}", fleet.tmux.capture(&pane)));
+    .unwrap_or_else(|| panic!("{}", fleet.tmux.capture(&pane).expect("tmux capture-pane")));
     std::thread::sleep(Duration::from_millis(1200));
     assert_eq!(
-        fleet.tmux.capture(&pane),
+        fleet.tmux.capture(&pane).expect("tmux capture-pane"),
         screen,
         "more keys arrived after the Enter"
     );
@@ -195,6 +198,7 @@ fn send_to_a_program_karl_cannot_read() {
     assert_eq!(lines, ["hello karl", "hello karl"], "{screen}");
     let cursor = fleet
         .tmux
-        .run(&["display-message", "-p", "-t", &pane, "#{cursor_y}"]);
+        .run(&["display-message", "-p", "-t", &pane, "#{cursor_y}"])
+        .expect("tmux");
     assert_eq!(cursor.trim(), "2", "one Enter leaves the cursor on line 3");
 }

@@ -31,9 +31,12 @@ use karl_coord::records::{
 use karl_coord::store::Store;
 use karl_tests::harness::{
     bin, free_port, karl_command, shell_quote, start_agent, tail, turns, wait_agent, wait_for,
-    Coord, Fleet, Scratch, TmuxServer, TEST_COORD_CONFIG,
+    Coord, Fleet, Scratch, TEST_COORD_CONFIG,
 };
 use karl_tests::stub_model::{StubModel, StubReply, StubScript};
+use karl_tests::tmux_server::TmuxServer;
+use rand::{Rng as _, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 /// A quick stand-in: each prompt works for 100 ms and answers `Done: <prompt>`.
 const FAST: &str = r#"{"default": {"work_ms": 100, "reply": {"answer": "Done: {prompt}"}}}"#;
@@ -43,22 +46,10 @@ const NO_MODEL: &str = "http://127.0.0.1:9/v1";
 
 // ───────────────────────────── helpers ─────────────────────────────
 
-/// SplitMix64: a seeded generator for kill schedules (no dependency, same sequence
-/// on every machine, so a failing seed replays).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
+/// The seeded generator of kill schedules: ChaCha8 gives the same sequence on every
+/// machine, so a failing seed replays.
+fn seeded(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
 }
 
 /// A fleet like [`Fleet::start_with`], with the coordinator's config file, data
@@ -80,7 +71,9 @@ fn fleet_with(script: &str, config: &str, data_dir: Option<&Path>, coord_args: &
     .map(|a| shell_quote(a))
     .collect::<Vec<_>>()
     .join(" ");
-    let pane = tmux.new_session("work", 120, 40, &cmdline);
+    let pane = tmux
+        .new_session("work", 120, 40, &cmdline)
+        .expect("tmux new-session");
     let config_path = scratch.path("karl-coord.toml");
     std::fs::write(&config_path, config).unwrap();
     let mut args = vec!["--config", config_path.to_str().unwrap()];
@@ -92,10 +85,13 @@ fn fleet_with(script: &str, config: &str, data_dir: Option<&Path>, coord_args: &
         .map(Path::to_path_buf)
         .unwrap_or_else(|| scratch.path("coord-data"));
     let coord = Coord::start_at(&scratch, free_port(), &data_dir, None, &args);
-    let agent = start_agent(&scratch, &coord.url(), "mac2", None, &tmux.socket);
+    let agent = start_agent(&scratch, &coord.url(), "mac2", None, tmux.socket());
     wait_agent(&scratch, &coord, "mac2", Duration::from_secs(15)).expect("agent did not connect");
     wait_for(Duration::from_secs(10), || {
-        tmux.capture(&pane).contains('❯').then_some(())
+        tmux.capture(&pane)
+            .expect("tmux capture-pane")
+            .contains('❯')
+            .then_some(())
     })
     .expect("stand-in did not draw its input box");
     Fleet {
@@ -325,9 +321,9 @@ fn sigkill_session(seeds: std::ops::RangeInclusive<u64>) {
     ]);
     let mut at = 0usize;
     for seed in seeds {
-        let mut rng = Rng(seed);
-        at += 2 + rng.below(6) as usize;
-        let delay = Duration::from_millis(rng.below(900));
+        let mut rng = seeded(seed);
+        at += 2 + rng.gen_range(0..6usize);
+        let delay = Duration::from_millis(rng.gen_range(0..900));
         wait_for(Duration::from_secs(90), || {
             (fleet.received().len() >= at).then_some(())
         })
@@ -340,7 +336,7 @@ fn sigkill_session(seeds: std::ops::RangeInclusive<u64>) {
         std::thread::sleep(delay);
         let before = try_show(&fleet, &id).map(|s| turns(&s)).unwrap_or_default();
         fleet.coord.proc.kill();
-        std::thread::sleep(Duration::from_millis(rng.below(300)));
+        std::thread::sleep(Duration::from_millis(rng.gen_range(0..300)));
         fleet.restart_coord();
         let after = wait_for(Duration::from_secs(20), || try_show(&fleet, &id))
             .map(|s| turns(&s))
@@ -401,17 +397,17 @@ fn agent_sigkilled_at_random_points_and_restarted_never_double_types() {
         "--turns",
         "15",
     ]);
-    let mut rng = Rng(42);
+    let mut rng = seeded(42);
     let mut at = 0;
     for round in 0..3 {
-        at += 2 + rng.below(3) as usize;
+        at += 2 + rng.gen_range(0..3usize);
         wait_for(Duration::from_secs(60), || {
             (fleet.received().len() >= at).then_some(())
         })
         .unwrap_or_else(|| panic!("round {round}: {at} prompts never arrived"));
-        std::thread::sleep(Duration::from_millis(rng.below(700)));
+        std::thread::sleep(Duration::from_millis(rng.gen_range(0..700)));
         fleet.agent.kill();
-        std::thread::sleep(Duration::from_millis(200 + rng.below(800)));
+        std::thread::sleep(Duration::from_millis(rng.gen_range(200..1000)));
         fleet.restart_agent();
     }
     // The session either finishes, or stops on the one injection the kill cut off and
@@ -465,7 +461,10 @@ fn tmux_server_killed_mid_session_is_reported_and_survived() {
     assert_alive(&mut fleet);
     check_record(&fleet, &fleet.show(&id));
     // The agent still serves: a new server on the same socket is seen.
-    let pane = fleet.tmux.new_session("again", 80, 24, "cat");
+    let pane = fleet
+        .tmux
+        .new_session("again", 80, 24, "cat")
+        .expect("tmux new-session");
     let listed = wait_for(Duration::from_secs(10), || {
         let out = fleet.ctl(&["panes", "mac2", "--json"]);
         (out.code == 0 && out.stdout.contains(&pane)).then_some(())

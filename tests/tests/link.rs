@@ -5,9 +5,8 @@
 
 use std::time::Duration;
 
-use karl_tests::harness::{
-    ctl, free_port, start_agent, wait_agent, wait_for, Coord, Scratch, TmuxServer,
-};
+use karl_tests::harness::{ctl, free_port, start_agent, wait_agent, wait_for, Coord, Scratch};
+use karl_tests::tmux_server::TmuxServer;
 
 const TOKEN: &str = "test-token-0123456789";
 
@@ -15,9 +14,11 @@ const TOKEN: &str = "test-token-0123456789";
 fn agent_appears_with_its_panes_and_token_is_required() {
     let scratch = Scratch::new();
     let tmux = TmuxServer::new();
-    let pane = tmux.new_session("agent-codex", 100, 30, "bash --norc --noprofile");
+    let pane = tmux
+        .new_session("agent-codex", 100, 30, "bash --norc --noprofile")
+        .expect("tmux new-session");
     let coord = Coord::start(&scratch, Some(TOKEN), &[]);
-    let agent = start_agent(&scratch, &coord.url(), "mac2", Some(TOKEN), &tmux.socket);
+    let agent = start_agent(&scratch, &coord.url(), "mac2", Some(TOKEN), tmux.socket());
 
     let entry = wait_agent(&scratch, &coord, "mac2", Duration::from_secs(15))
         .expect("agent never appeared");
@@ -89,14 +90,15 @@ fn agent_appears_with_its_panes_and_token_is_required() {
 fn wrong_token_agent_backs_off_instead_of_hammering() {
     let scratch = Scratch::new();
     let tmux = TmuxServer::new();
-    tmux.new_session("s", 80, 24, "bash --norc --noprofile");
+    tmux.new_session("s", 80, 24, "bash --norc --noprofile")
+        .expect("tmux new-session");
     let coord = Coord::start(&scratch, Some(TOKEN), &[]);
     let mut agent = start_agent(
         &scratch,
         &coord.url(),
         "mac3",
         Some("bad-token"),
-        &tmux.socket,
+        tmux.socket(),
     );
     std::thread::sleep(Duration::from_secs(4));
     assert!(
@@ -124,7 +126,8 @@ fn wrong_token_agent_backs_off_instead_of_hammering() {
 fn coordinator_down_then_up_and_restarted() {
     let scratch = Scratch::new();
     let tmux = TmuxServer::new();
-    tmux.new_session("s", 80, 24, "bash --norc --noprofile");
+    tmux.new_session("s", 80, 24, "bash --norc --noprofile")
+        .expect("tmux new-session");
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
 
@@ -140,7 +143,7 @@ fn coordinator_down_then_up_and_restarted() {
         &format!("http://{addr}"),
         "mac4",
         Some(TOKEN),
-        &tmux.socket,
+        tmux.socket(),
     );
     std::thread::sleep(Duration::from_millis(1500));
     assert!(agent.is_running());
@@ -164,16 +167,17 @@ fn coordinator_down_then_up_and_restarted() {
 fn duplicate_machine_name_is_refused_while_first_lives() {
     let scratch = Scratch::new();
     let tmux = TmuxServer::new();
-    tmux.new_session("s", 80, 24, "bash --norc --noprofile");
+    tmux.new_session("s", 80, 24, "bash --norc --noprofile")
+        .expect("tmux new-session");
     let coord = Coord::start(&scratch, Some(TOKEN), &[]);
-    let first = start_agent(&scratch, &coord.url(), "mac1", Some(TOKEN), &tmux.socket);
+    let first = start_agent(&scratch, &coord.url(), "mac1", Some(TOKEN), tmux.socket());
     let entry = wait_agent(&scratch, &coord, "mac1", Duration::from_secs(15)).expect("first agent");
     let first_instance = entry["instance_id"]
         .as_str()
         .unwrap_or_default()
         .to_string();
 
-    let second = start_agent(&scratch, &coord.url(), "mac1", Some(TOKEN), &tmux.socket);
+    let second = start_agent(&scratch, &coord.url(), "mac1", Some(TOKEN), tmux.socket());
     let refused = wait_for(Duration::from_secs(10), || {
         let log = second.log_text();
         log.contains("already connected from another agent process")
@@ -196,9 +200,10 @@ fn duplicate_machine_name_is_refused_while_first_lives() {
 fn unknown_machine_and_bad_targets_get_clear_errors() {
     let scratch = Scratch::new();
     let tmux = TmuxServer::new();
-    tmux.new_session("s", 80, 24, "bash --norc --noprofile");
+    tmux.new_session("s", 80, 24, "bash --norc --noprofile")
+        .expect("tmux new-session");
     let coord = Coord::start(&scratch, None, &[]);
-    let _agent = start_agent(&scratch, &coord.url(), "mac2", None, &tmux.socket);
+    let _agent = start_agent(&scratch, &coord.url(), "mac2", None, tmux.socket());
     wait_agent(&scratch, &coord, "mac2", Duration::from_secs(15)).expect("agent");
 
     let out = ctl(&scratch, Some(&coord.addr), None, &["panes", "mac9"]);

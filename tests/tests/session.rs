@@ -385,7 +385,7 @@ fn an_exited_agent_is_restarted_with_the_configured_command() {
     );
     let fleet = Fleet::start_command(scratch, &cmdline, 120, 40, &[]);
     wait_for(Duration::from_secs(10), || {
-        fleet.tmux.capture(&fleet.pane).contains('❯').then_some(())
+        fleet.screen().contains('❯').then_some(())
     })
     .expect("first stand-in drew its box");
     let plan = fleet.plan_file(3);

@@ -28,7 +28,7 @@ fn a_killed_agent_is_exited_at_once_and_nothing_reaches_the_shell() {
     let plan = fleet.plan_file(3);
     let id = fleet.drive(&["--goal", "Write the parser", "--plan", &plan]);
     wait_for(Duration::from_secs(30), || {
-        let screen = fleet.tmux.capture(&fleet.pane);
+        let screen = fleet.screen();
         (fleet.received().len() == 1 && screen.contains("esc to interrupt")).then_some(())
     })
     .expect("the agent is busy with turn 1");
@@ -44,7 +44,7 @@ fn a_killed_agent_is_exited_at_once_and_nothing_reaches_the_shell() {
     let reason = show["session"]["reason"].as_str().unwrap_or("");
     assert!(reason.contains("exited"), "{show:#}");
     assert_eq!(show["session"]["last_state"], "exited", "{show:#}");
-    let screen = fleet.tmux.capture(&fleet.pane);
+    let screen = fleet.screen();
     assert!(
         screen.contains("esc to interrupt"),
         "the stale frame is what makes this hard:\n{screen}"
@@ -53,7 +53,7 @@ fn a_killed_agent_is_exited_at_once_and_nothing_reaches_the_shell() {
     // Nothing reaches the shell: its prompt (drawn into the old frame, where the cursor
     // was) has nothing typed after it, and it is the only prompt.
     std::thread::sleep(Duration::from_secs(3));
-    let screen = fleet.tmux.capture(&fleet.pane);
+    let screen = fleet.screen();
     let prompts: Vec<&str> = screen
         .lines()
         .filter(|l| l.contains("dev@mac2 proj $"))
@@ -107,8 +107,7 @@ fn pause_holds_through_a_permission_an_agent_restart_and_a_coordinator_restart()
     // The permission prompt comes; approve-safe would answer it; paused does not.
     wait_for(Duration::from_secs(15), || {
         fleet
-            .tmux
-            .capture(&fleet.pane)
+            .screen()
             .contains("Do you want to proceed?")
             .then_some(())
     })

@@ -8,7 +8,8 @@
 use std::time::Duration;
 
 use karl_common::detect::{AgentKind, Detector, PaneState};
-use karl_tests::standin::tmux::{wait_for, StandinPane, StandinSpec, TmuxServer};
+use karl_tests::standin::tmux::{wait_for, StandinPane, StandinSpec};
+use karl_tests::tmux_server::TmuxServer;
 
 const BIN: &str = env!("CARGO_BIN_EXE_karl-standin");
 const WAIT: Duration = Duration::from_secs(15);

@@ -10,7 +10,8 @@
 use std::time::Duration;
 
 use karl_tests::standin::log::LogEvent;
-use karl_tests::standin::tmux::{wait_for, StandinPane, StandinSpec, TmuxServer};
+use karl_tests::standin::tmux::{wait_for, StandinPane, StandinSpec};
+use karl_tests::tmux_server::TmuxServer;
 
 const BIN: &str = env!("CARGO_BIN_EXE_karl-standin");
 const WAIT: Duration = Duration::from_secs(15);
@@ -466,7 +467,7 @@ fn hangup_ends_the_program_cleanly() {
     let p = StandinSpec::new(BIN).start(&tmux).unwrap();
     wait_screen(&p, "the idle input box", |s| idle(s, 120));
     let pid = tmux.pane_format(&p.pane, "#{pane_pid}").unwrap();
-    tmux.tmux(&["kill-pane", "-t", &p.pane]).unwrap();
+    tmux.run(&["kill-pane", "-t", &p.pane]).unwrap();
     wait_log(&p, "a clean exit on SIGHUP", |e| match e {
         LogEvent::Exit { code: 0, reason } if reason == "signal" || reason == "eof" => Some(()),
         _ => None,

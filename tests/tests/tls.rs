@@ -15,9 +15,9 @@ use std::time::Duration;
 use karl_coord::model::{ChatMessage, ChatRequest, HttpModelClient, ModelConfig};
 use karl_tests::harness::{
     ctl, free_port, karl_command, start_agent_with, wait_for, Coord, CtlOut, Proc, Scratch,
-    TmuxServer,
 };
 use karl_tests::stub_model::{StubModel, StubReply, StubScript};
+use karl_tests::tmux_server::TmuxServer;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose,
@@ -182,12 +182,14 @@ fn agent_and_ctl_work_over_tls_and_the_token_is_still_checked() {
     let scratch = Scratch::new();
     let pki = Pki::new(scratch.dir.path());
     let tmux = TmuxServer::new();
-    let pane = tmux.new_session("work", 90, 25, "bash --norc --noprofile");
+    let pane = tmux
+        .new_session("work", 90, 25, "bash --norc --noprofile")
+        .expect("tmux new-session");
     let coord = Coord::start(&scratch, Some(TOKEN), &strs(&pki.server_args()));
     let url = https(&coord);
     let ca = s(&pki.ca);
     let trust = ["--tls-ca", ca.as_str()];
-    let _agent = start_agent_with(&scratch, &url, "mac2", Some(TOKEN), &tmux.socket, &trust);
+    let _agent = start_agent_with(&scratch, &url, "mac2", Some(TOKEN), tmux.socket(), &trust);
 
     let entry = wait_listed(&scratch, &url, &trust, "mac2").expect("agent never appeared over TLS");
     assert!(
@@ -232,7 +234,8 @@ fn mtls_lets_in_the_right_client_certificate_only() {
     let scratch = Scratch::new();
     let pki = Pki::new(scratch.dir.path());
     let tmux = TmuxServer::new();
-    tmux.new_session("work", 80, 24, "bash --norc --noprofile");
+    tmux.new_session("work", 80, 24, "bash --norc --noprofile")
+        .expect("tmux new-session");
     let mut args = pki.server_args();
     args.extend(["--tls-client-ca".to_string(), s(&pki.ca)]);
     let coord = Coord::start(&scratch, Some(TOKEN), &strs(&args));
@@ -247,7 +250,7 @@ fn mtls_lets_in_the_right_client_certificate_only() {
         &url,
         "mac2",
         Some(TOKEN),
-        &tmux.socket,
+        tmux.socket(),
         &with_cert,
     );
     wait_listed(&scratch, &url, &with_cert, "mac2").unwrap_or_else(|| {
@@ -272,7 +275,7 @@ fn mtls_lets_in_the_right_client_certificate_only() {
         &url,
         "mac3",
         Some(TOKEN),
-        &tmux.socket,
+        tmux.socket(),
         &["--tls-ca", &ca],
     );
     assert!(
@@ -302,7 +305,8 @@ fn plaintext_and_tls_mismatches_say_which_scheme_to_dial() {
     let scratch = Scratch::new();
     let pki = Pki::new(scratch.dir.path());
     let tmux = TmuxServer::new();
-    tmux.new_session("work", 80, 24, "bash --norc --noprofile");
+    tmux.new_session("work", 80, 24, "bash --norc --noprofile")
+        .expect("tmux new-session");
     let tls_coord = Coord::start(&scratch, Some(TOKEN), &strs(&pki.server_args()));
     let plain_coord = Coord::start(&scratch, Some(TOKEN), &[]);
     let ca = s(&pki.ca);
@@ -315,7 +319,7 @@ fn plaintext_and_tls_mismatches_say_which_scheme_to_dial() {
         &tls_coord.url(),
         "mac2",
         Some(TOKEN),
-        &tmux.socket,
+        tmux.socket(),
         &[],
     );
     assert!(
@@ -345,7 +349,8 @@ fn a_client_that_does_not_trust_the_server_is_told_to_set_its_ca() {
     let scratch = Scratch::new();
     let pki = Pki::new(scratch.dir.path());
     let tmux = TmuxServer::new();
-    tmux.new_session("work", 80, 24, "bash --norc --noprofile");
+    tmux.new_session("work", 80, 24, "bash --norc --noprofile")
+        .expect("tmux new-session");
     let coord = Coord::start(&scratch, Some(TOKEN), &strs(&pki.server_args()));
     let url = https(&coord);
 
@@ -384,7 +389,7 @@ fn a_client_that_does_not_trust_the_server_is_told_to_set_its_ca() {
         &url,
         "mac2",
         Some(TOKEN),
-        &tmux.socket,
+        tmux.socket(),
         &["--tls-ca", &other],
     );
     assert!(wait_log(&agent, "not trusted"), "{}", agent.log_text());

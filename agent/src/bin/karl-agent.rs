@@ -2,14 +2,11 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Parser;
-use karl_agent::config::{read_file, LinkConfig};
-use karl_agent::panes::PaneHost;
-use karl_agent::tmux::Tmux;
+use karl_agent::config::{read_file, AgentConfig, LinkConfig};
 use karl_common::tls::{ClientTlsFiles, CoordAddr};
 
 #[derive(Debug, Parser)]
@@ -108,18 +105,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
     if let Some(s) = file.backoff_max_secs {
         cfg.backoff_max = Duration::from_secs(s.max(1));
     }
-    let socket = args.tmux_socket.or(file.tmux_socket);
-    let program = args
-        .tmux_bin
-        .or(file.tmux_bin)
-        .unwrap_or_else(|| "tmux".to_string());
-    let tmux = Tmux::new(socket).with_program(program);
-    let tmux_version = tmux.supported_version().await?;
-    let (events_tx, events_rx) = tokio::sync::mpsc::channel(1024);
-    let host = Arc::new(PaneHost::new(tmux, events_tx));
-    tracing::info!(target: "agent", coord = %cfg.coord, machine = %cfg.machine, tmux = %tmux_version, "karl-agent starting");
-    karl_agent::link::run(cfg, host.clone(), events_rx, karl_agent::shutdown_signal()).await;
-    host.shutdown().await;
+    let config = AgentConfig {
+        link: cfg,
+        tmux_socket: args.tmux_socket.or(file.tmux_socket),
+        tmux_bin: args
+            .tmux_bin
+            .or(file.tmux_bin)
+            .unwrap_or_else(|| "tmux".to_string()),
+    };
+    karl_agent::run(config, karl_common::shutdown_signal()).await?;
     Ok(())
 }
 

@@ -6,14 +6,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use karl_agent::panes::PaneHost;
-use karl_agent::test_server::TestServer;
 use karl_common::pb;
+use karl_tests::tmux_server::TmuxServer;
 use tokio::sync::mpsc;
 
 pub const TUI: &str = include_str!("tui.py");
 
 /// A host on `server` and the receiving end of its events.
-pub fn host(server: &TestServer) -> (PaneHost, mpsc::Receiver<pb::AgentEvent>) {
+pub fn host(server: &TmuxServer) -> (PaneHost, mpsc::Receiver<pb::AgentEvent>) {
     let (tx, rx) = mpsc::channel(1024);
     (PaneHost::new(server.tmux(), tx), rx)
 }
@@ -90,7 +90,7 @@ pub async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bo
 }
 
 /// The pane's tty; writing to it is output of the pane, exactly timed.
-pub fn pane_tty(server: &TestServer, pane: &str) -> PathBuf {
+pub fn pane_tty(server: &TmuxServer, pane: &str) -> PathBuf {
     PathBuf::from(
         server
             .run(&["display-message", "-p", "-t", pane, "#{pane_tty}"])
@@ -107,7 +107,7 @@ pub fn write_output(tty: &Path, bytes: &[u8]) {
 }
 
 /// A session running the TUI; returns the pane id and the log path (kept alive by `dir`).
-pub fn start_tui(server: &TestServer, session: &str, dir: &Path, extra: &str) -> (String, PathBuf) {
+pub fn start_tui(server: &TmuxServer, session: &str, dir: &Path, extra: &str) -> (String, PathBuf) {
     let script = dir.join("tui.py");
     std::fs::write(&script, TUI).unwrap();
     let log = dir.join(format!("{session}.log"));
@@ -117,7 +117,7 @@ pub fn start_tui(server: &TestServer, session: &str, dir: &Path, extra: &str) ->
         script.display(),
         log.display()
     );
-    let pane = server.new_session(session, 100, 20, Some(&cmd)).unwrap();
+    let pane = server.new_session(session, 100, 20, &cmd).unwrap();
     (pane, log)
 }
 
@@ -147,7 +147,7 @@ pub fn pastes(log: &Path) -> usize {
 
 /// Waits until the pane shows `needle`.
 pub async fn wait_for_text(
-    server: &TestServer,
+    server: &TmuxServer,
     pane: &str,
     needle: &str,
     within: Duration,
@@ -169,7 +169,7 @@ pub async fn wait_for_text(
 
 /// Live tmux control-client processes (`-C`) whose command line names this server's socket
 /// (Linux; 0 elsewhere).
-pub fn control_processes(server: &TestServer) -> usize {
+pub fn control_processes(server: &TmuxServer) -> usize {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return 0;
     };
@@ -184,7 +184,7 @@ pub fn control_processes(server: &TestServer) -> usize {
 }
 
 /// Control clients attached to the server.
-pub fn control_clients(server: &TestServer) -> usize {
+pub fn control_clients(server: &TmuxServer) -> usize {
     server
         .run(&["list-clients", "-F", "#{client_control_mode}"])
         .unwrap_or_default()

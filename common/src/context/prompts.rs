@@ -432,8 +432,8 @@ fn one_line(s: &str, max: usize) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::context::Role;
     use super::*;
+    use crate::context::Role;
 
     #[test]
     fn plan_messages_carry_goal_and_redacted_screen() {

@@ -149,6 +149,6 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 cfg.listen
             )
         })?;
-    karl_coord::app::run(cfg, listener, karl_agent::shutdown_signal()).await?;
+    karl_coord::app::run(cfg, listener, karl_common::shutdown_signal()).await?;
     Ok(())
 }

@@ -1,11 +1,45 @@
 //! karl-ctl's output: aligned text tables for people, JSON for scripts.
 
+use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use karl_common::gate::Verdict;
 use karl_common::pb;
 use serde_json::json;
 
 fn print_json(v: &serde_json::Value) {
     println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
+/// Prints `rows` under `header` (none when empty) as borderless columns sized to their
+/// content, two spaces apart, never wrapped; the columns in `right` are right-aligned.
+/// Nothing at all when there is neither header nor row.
+fn print_table(header: &[&str], right: &[usize], rows: impl IntoIterator<Item = Vec<String>>) {
+    let text = render_table(header, right, rows);
+    if !text.is_empty() {
+        println!("{text}");
+    }
+}
+
+fn render_table(
+    header: &[&str],
+    right: &[usize],
+    rows: impl IntoIterator<Item = Vec<String>>,
+) -> String {
+    let mut t = Table::new();
+    t.load_preset(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    if !header.is_empty() {
+        t.set_header(header.to_vec());
+    }
+    for row in rows {
+        t.add_row(row);
+    }
+    for (i, column) in t.column_iter_mut().enumerate() {
+        column.set_padding((0, 2));
+        if right.contains(&i) {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t.trim_fmt()
 }
 
 /// "3s ago", "2m ago" from a unix-ms timestamp.
@@ -40,18 +74,27 @@ pub fn agents(agents: &[pb::AgentStatus], json: bool) {
         println!("no agents connected");
         return;
     }
-    println!("MACHINE      VERSION   CONNECTED      HEARTBEAT      PANES  HOST");
-    for a in agents {
-        println!(
-            "{:<12} {:<9} {:<14} {:<14} {:>5}  {}",
-            a.machine,
-            a.version,
-            ago(a.connected_unix_ms),
-            ago(a.last_heartbeat_unix_ms),
-            a.pane_count,
-            a.hostname
-        );
-    }
+    print_table(
+        &[
+            "MACHINE",
+            "VERSION",
+            "CONNECTED",
+            "HEARTBEAT",
+            "PANES",
+            "HOST",
+        ],
+        &[4],
+        agents.iter().map(|a| {
+            vec![
+                a.machine.clone(),
+                a.version.clone(),
+                ago(a.connected_unix_ms),
+                ago(a.last_heartbeat_unix_ms),
+                a.pane_count.to_string(),
+                a.hostname.clone(),
+            ]
+        }),
+    );
 }
 
 fn pane_json(p: &pb::PaneInfo) -> serde_json::Value {
@@ -72,21 +115,20 @@ pub fn panes(panes: &[pb::PaneInfo], json: bool) {
         println!("no panes (is a tmux server running for that agent's user and socket?)");
         return;
     }
-    println!(
-        "{:<24} {:<6} {:<12} {:<9} {:<24} CWD",
-        "TARGET", "ID", "COMMAND", "SIZE", "TITLE"
+    print_table(
+        &["TARGET", "ID", "COMMAND", "SIZE", "TITLE", "CWD"],
+        &[],
+        panes.iter().map(|p| {
+            vec![
+                format!("{}:{}.{}", p.session, p.window, p.pane),
+                p.pane_id.clone(),
+                p.current_command.clone(),
+                format!("{}x{}", p.width, p.height),
+                p.title.chars().take(24).collect(),
+                p.current_path.clone(),
+            ]
+        }),
     );
-    for p in panes {
-        println!(
-            "{:<24} {:<6} {:<12} {:<9} {:<24} {}",
-            format!("{}:{}.{}", p.session, p.window, p.pane),
-            p.pane_id,
-            p.current_command,
-            format!("{}x{}", p.width, p.height),
-            p.title.chars().take(24).collect::<String>(),
-            p.current_path
-        );
-    }
 }
 
 pub fn snapshot(s: &pb::PaneSnapshot, json: bool, ansi: bool) {
@@ -259,21 +301,20 @@ pub fn sessions(list: &[pb::SessionSummary], json: bool) {
         println!("no sessions");
         return;
     }
-    println!(
-        "{:<30} {:<10} {:>7} {:<10} {:<16} REASON",
-        "ID", "STATUS", "TURNS", "PANE", "PROJECT"
+    print_table(
+        &["ID", "STATUS", "TURNS", "PANE", "PROJECT", "REASON"],
+        &[2],
+        list.iter().map(|s| {
+            vec![
+                s.id.clone(),
+                status(s),
+                format!("{}/{}", s.turns, s.max_turns),
+                pane_state(s.last_state()),
+                s.project.clone(),
+                s.reason.clone(),
+            ]
+        }),
     );
-    for s in list {
-        println!(
-            "{:<30} {:<10} {:>7} {:<10} {:<16} {}",
-            s.id,
-            status(s),
-            format!("{}/{}", s.turns, s.max_turns),
-            pane_state(s.last_state()),
-            s.project,
-            s.reason
-        );
-    }
 }
 
 pub fn turn(t: &pb::TurnRecord, json: bool) {
@@ -391,20 +432,45 @@ pub fn audit(entries: &[pb::AuditRecord], json: bool) {
             .collect();
         return print_json(&json!(v));
     }
-    for a in entries {
-        println!(
-            "{:<12} {:<10} {}/{} {} {:?} {}",
-            ago(a.unix_ms),
-            audit_kind(a),
-            a.machine,
-            a.pane,
-            if a.session.is_empty() {
-                "-"
-            } else {
-                &a.session
-            },
-            a.text.chars().take(60).collect::<String>(),
-            a.detail
+    print_table(
+        &[],
+        &[],
+        entries.iter().map(|a| {
+            vec![
+                ago(a.unix_ms),
+                audit_kind(a),
+                format!("{}/{}", a.machine, a.pane),
+                if a.session.is_empty() {
+                    "-".to_string()
+                } else {
+                    a.session.clone()
+                },
+                format!("{:?}", a.text.chars().take(60).collect::<String>()),
+                a.detail.clone(),
+            ]
+        }),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_columns_under_their_headers() {
+        let rows = [["mac2", "7"], ["mac10-long", "12"]];
+        let text = render_table(
+            &["MACHINE", "PANES"],
+            &[1],
+            rows.iter()
+                .map(|r| r.iter().map(|c| c.to_string()).collect()),
         );
+        assert_eq!(
+            text,
+            "MACHINE     PANES\nmac2            7\nmac10-long     12"
+        );
+        let bare = render_table(&[], &[], [vec!["a".to_string(), "b".to_string()]]);
+        assert_eq!(bare, "a  b");
+        assert_eq!(render_table(&[], &[], Vec::<Vec<String>>::new()), "");
     }
 }

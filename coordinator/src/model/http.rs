@@ -4,21 +4,23 @@
 //!
 //! Each request tries the endpoints in order — primary first, except that endpoints
 //! which recently failed as unavailable go to the back for `cooldown_ms` — with up to
-//! `retries` extra attempts per endpoint and exponential backoff with jitter between
-//! them. Every attempt is bounded by `timeout_ms` as a whole (connect, send, read), and
+//! `retries` extra attempts per endpoint and capped exponential backoff with full jitter
+//! between them. Every attempt is bounded by `timeout_ms` as a whole (connect, send, read), and
 //! replies are read in chunks up to `max_reply_bytes`, so a hung or flooding server
 //! costs a bounded time and memory. No reply body can make it panic: anything that is
 //! not a chat completion with text is a [`ModelError`].
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use backon::Retryable as _;
 use karl_common::tls::TlsFailure;
 use rand::Rng;
 use reqwest::header::CONTENT_TYPE;
 use reqwest::{StatusCode, Url};
-use serde::Serialize;
-use serde_json::Value;
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::{
@@ -136,41 +138,41 @@ impl HttpModelClient {
         };
         let body = serde_json::to_vec(&wire)
             .map_err(|e| ModelError::BadConfig(format!("request does not serialize: {e}")))?;
-        let mut attempts = 0u32;
+        let attempts = AtomicU32::new(0);
         let mut last = ModelError::NoEndpoints;
         for idx in self.order() {
             let ep = &self.endpoints[idx];
-            for retry in 0..=self.config.retries {
-                if retry > 0 {
-                    tokio::time::sleep(self.jittered_backoff(retry)).await;
-                }
-                attempts = attempts.saturating_add(1);
+            let outcome = (|| async {
+                let attempt = attempts.fetch_add(1, Ordering::Relaxed).saturating_add(1);
                 let started = Instant::now();
-                match self.attempt_chat(ep, &body).await {
-                    Ok(c) => {
-                        self.mark(idx, None);
-                        let latency = started.elapsed();
-                        tracing::debug!(target: "coord.model", endpoint = %ep.base, attempts, latency_ms = latency.as_millis() as u64, prompt_tokens = ?c.prompt_tokens, "model replied");
-                        return Ok(ChatReply {
-                            text: c.text,
-                            prompt_tokens: c.prompt_tokens,
-                            completion_tokens: c.completion_tokens,
-                            latency,
-                            endpoint: ep.base.clone(),
-                            model: c.model,
-                            finish_reason: c.finish_reason,
-                            attempts,
-                        });
-                    }
-                    Err(e) => {
-                        tracing::warn!(target: "coord.model", endpoint = %ep.base, attempt = attempts, error = %e, "model call failed");
-                        let again = e.is_retryable();
-                        last = e;
-                        if !again {
-                            break;
-                        }
-                    }
+                let result = self.attempt_chat(ep, &body).await;
+                if let Err(e) = &result {
+                    tracing::warn!(target: "coord.model", endpoint = %ep.base, attempt, error = %e, "model call failed");
                 }
+                result.map(|c| (c, started.elapsed()))
+            })
+            .retry(self.config.retry_schedule())
+            .when(ModelError::is_retryable)
+            // backon's own jitter (1.6) lands in [d, 2d): full jitter is drawn here.
+            .adjust(|_, ceiling| ceiling.map(full_jitter))
+            .await;
+            match outcome {
+                Ok((c, latency)) => {
+                    self.mark(idx, None);
+                    let attempts = attempts.load(Ordering::Relaxed);
+                    tracing::debug!(target: "coord.model", endpoint = %ep.base, attempts, latency_ms = latency.as_millis() as u64, prompt_tokens = ?c.prompt_tokens, "model replied");
+                    return Ok(ChatReply {
+                        text: c.text,
+                        prompt_tokens: c.prompt_tokens,
+                        completion_tokens: c.completion_tokens,
+                        latency,
+                        endpoint: ep.base.clone(),
+                        model: c.model,
+                        finish_reason: c.finish_reason,
+                        attempts,
+                    });
+                }
+                Err(e) => last = e,
             }
             if last.is_unavailable() {
                 self.mark(
@@ -309,14 +311,12 @@ impl HttpModelClient {
             *slot = until;
         }
     }
+}
 
-    /// Backoff before retry `retry`, spread ±20% so sessions that failed together do
-    /// not retry together.
-    fn jittered_backoff(&self, retry: u32) -> Duration {
-        let base = self.config.backoff(retry);
-        let spread: f64 = rand::thread_rng().gen_range(0.8..1.2);
-        base.mul_f64(spread)
-    }
+/// Full jitter: a delay uniform in `[0, ceiling]`, so sessions that failed together do
+/// not retry together.
+fn full_jitter(ceiling: Duration) -> Duration {
+    rand::thread_rng().gen_range(Duration::ZERO..=ceiling)
 }
 
 impl ModelClient for HttpModelClient {
@@ -505,14 +505,123 @@ fn excerpt(body: &[u8]) -> String {
     }
 }
 
-fn as_u32(v: Option<&Value>) -> Option<u32> {
-    let v = v?;
-    let n = v.as_u64().or_else(|| {
-        v.as_f64()
-            .filter(|f| f.is_finite() && *f >= 0.0)
-            .map(|f| f as u64)
-    })?;
-    Some(u32::try_from(n).unwrap_or(u32::MAX))
+/// An OpenAI-style chat completion as servers send it. Only `choices` decides whether
+/// a reply is usable; every other field is read leniently: a field of an unexpected type
+/// counts as absent, so a quirk of one server costs a token count, not the reply.
+#[derive(Debug, Deserialize)]
+struct WireReply {
+    choices: Option<Vec<Lenient<WireChoice>>>,
+    #[serde(default, deserialize_with = "lenient")]
+    usage: Option<WireUsage>,
+    #[serde(default, deserialize_with = "lenient")]
+    model: Option<String>,
+    error: Option<WireError>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireChoice {
+    #[serde(default, deserialize_with = "lenient")]
+    message: Option<WireMessage>,
+    /// Legacy completions put the text here.
+    #[serde(default, deserialize_with = "lenient")]
+    text: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireMessage {
+    content: Option<WireContent>,
+}
+
+/// `message.content`: a string, or text parts (`{"type":"text","text":…}` or bare strings).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum WireContent {
+    Text(String),
+    Parts(Vec<WirePart>),
+    Other(IgnoredAny),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum WirePart {
+    Text { text: String },
+    Bare(String),
+    Other(IgnoredAny),
+}
+
+#[derive(Debug, Deserialize)]
+struct WireUsage {
+    #[serde(default, deserialize_with = "token_count")]
+    prompt_tokens: Option<u32>,
+    #[serde(default, deserialize_with = "token_count")]
+    completion_tokens: Option<u32>,
+}
+
+/// An `error` body in place of choices: `{"message": …}`, a bare string, or anything else
+/// (shown as its JSON text).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum WireError {
+    Message { message: String },
+    Text(String),
+    Other(serde_json::Value),
+}
+
+/// A token count: an integer, or a float some servers send (`1.0e2`); negative or
+/// non-numeric counts are absent.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum WireCount {
+    Int(u64),
+    Float(f64),
+    Other(IgnoredAny),
+}
+
+/// A `/models` reply (`{"data": [{"id": …}]}`).
+#[derive(Debug, Deserialize)]
+struct WireModels {
+    data: Vec<Lenient<WireModel>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireModel {
+    id: String,
+}
+
+/// A value of the expected shape, or whatever else stood there.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Lenient<T> {
+    Ok(T),
+    Junk(IgnoredAny),
+}
+
+impl<T> Lenient<T> {
+    fn ok(self) -> Option<T> {
+        match self {
+            Lenient::Ok(v) => Some(v),
+            Lenient::Junk(_) => None,
+        }
+    }
+}
+
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Lenient<T>>::deserialize(d)?.and_then(Lenient::ok))
+}
+
+fn token_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let n = match Option::<WireCount>::deserialize(d)? {
+        Some(WireCount::Int(n)) => n,
+        Some(WireCount::Float(f)) if f.is_finite() && f >= 0.0 => f as u64,
+        _ => return Ok(None),
+    };
+    Ok(Some(u32::try_from(n).unwrap_or(u32::MAX)))
 }
 
 /// Parses an OpenAI-style chat completion: the text of `choices[0]` (`message.content`
@@ -522,78 +631,73 @@ fn parse_completion(endpoint: &str, body: &[u8]) -> Result<Completion, ModelErro
         endpoint: endpoint.to_string(),
         detail,
     };
-    let v: Value = serde_json::from_slice(body).map_err(|e| {
-        malformed(format!(
-            "not JSON ({e}); body starts {:?}",
-            excerpt(&body[..body.len().min(120)])
-        ))
+    let reply: WireReply = serde_json::from_slice(body).map_err(|e| {
+        malformed(if e.is_data() {
+            if body.trim_ascii_start().first() == Some(&b'{') {
+                format!("not a chat completion: {e}")
+            } else {
+                "not a JSON object".to_string()
+            }
+        } else {
+            format!(
+                "not JSON ({e}); body starts {:?}",
+                excerpt(&body[..body.len().min(120)])
+            )
+        })
     })?;
-    let Some(obj) = v.as_object() else {
-        return Err(malformed("not a JSON object".into()));
+    let Some(choices) = reply.choices else {
+        return Err(malformed(match reply.error {
+            Some(err) => {
+                let msg = match err {
+                    WireError::Message { message } | WireError::Text(message) => message,
+                    WireError::Other(v) => v.to_string(),
+                };
+                format!("server error: {}", excerpt(msg.as_bytes()))
+            }
+            None => "no \"choices\" array".into(),
+        }));
     };
-    let Some(choices) = obj.get("choices").and_then(Value::as_array) else {
-        if let Some(err) = obj.get("error") {
-            let msg = err
-                .get("message")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .unwrap_or_else(|| err.to_string());
-            return Err(malformed(format!(
-                "server error: {}",
-                excerpt(msg.as_bytes())
-            )));
-        }
-        return Err(malformed("no \"choices\" array".into()));
+    let empty = || ModelError::Empty {
+        endpoint: endpoint.to_string(),
     };
-    let Some(first) = choices.first() else {
-        return Err(ModelError::Empty {
-            endpoint: endpoint.to_string(),
-        });
-    };
-    let content = first.get("message").and_then(|m| m.get("content"));
-    let text = match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str).or_else(|| p.as_str()))
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => first
-            .get("text")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
+    let first = choices
+        .into_iter()
+        .next()
+        .and_then(Lenient::ok)
+        .ok_or_else(empty)?;
+    let text = match first.message.and_then(|m| m.content) {
+        Some(WireContent::Text(s)) => s,
+        Some(WireContent::Parts(parts)) => parts
+            .into_iter()
+            .filter_map(|p| match p {
+                WirePart::Text { text } | WirePart::Bare(text) => Some(text),
+                WirePart::Other(_) => None,
+            })
+            .collect(),
+        Some(WireContent::Other(_)) | None => first.text.unwrap_or_default(),
     };
     if text.trim().is_empty() {
-        return Err(ModelError::Empty {
-            endpoint: endpoint.to_string(),
-        });
+        return Err(empty());
     }
-    let usage = obj.get("usage");
     Ok(Completion {
         text,
-        prompt_tokens: as_u32(usage.and_then(|u| u.get("prompt_tokens"))),
-        completion_tokens: as_u32(usage.and_then(|u| u.get("completion_tokens"))),
-        model: obj.get("model").and_then(Value::as_str).map(str::to_string),
-        finish_reason: first
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        prompt_tokens: reply.usage.as_ref().and_then(|u| u.prompt_tokens),
+        completion_tokens: reply.usage.as_ref().and_then(|u| u.completion_tokens),
+        model: reply.model,
+        finish_reason: first.finish_reason,
     })
 }
 
-/// Model ids of a `/models` reply (`{"data": [{"id": …}]}`); an unexpected shape is
-/// still a live server, with no ids.
+/// Model ids of a `/models` reply; an unexpected shape is still a live server, with no
+/// ids.
 fn model_ids(body: &[u8]) -> Vec<String> {
-    serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|v| {
-            v.get("data").and_then(Value::as_array).map(|a| {
-                a.iter()
-                    .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_string))
-                    .take(64)
-                    .collect()
-            })
+    serde_json::from_slice::<WireModels>(body)
+        .map(|m| {
+            m.data
+                .into_iter()
+                .filter_map(|e| e.ok().map(|m| m.id))
+                .take(64)
+                .collect()
         })
         .unwrap_or_default()
 }
@@ -602,6 +706,7 @@ fn model_ids(body: &[u8]) -> Vec<String> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn endpoint_normalization() {
@@ -687,6 +792,29 @@ mod tests {
         let usage = br#"{"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":-5,"completion_tokens":"many"}}"#;
         let c = parse_completion("e", usage).unwrap();
         assert_eq!((c.prompt_tokens, c.completion_tokens), (None, None));
+        let err = parse_completion("e", br#"{"error":"no such model"}"#).unwrap_err();
+        assert!(
+            err.to_string().contains("server error: no such model"),
+            "{err}"
+        );
+        let err = parse_completion("e", br#"{"choices":"nope"}"#).unwrap_err();
+        assert!(err.to_string().contains("not a chat completion"), "{err}");
+        let err = parse_completion("e", b"[1,2]").unwrap_err();
+        assert!(err.to_string().contains("not a JSON object"), "{err}");
+        // Quirks of one field cost that field, not the reply.
+        let odd = br#"{"model":7,"choices":[{"message":{"content":[{"type":"image"},"a",{"text":"b"}]},"finish_reason":{}}],"usage":"n/a"}"#;
+        let c = parse_completion("e", odd).unwrap();
+        assert_eq!(c.text, "ab");
+        assert_eq!(
+            (c.model, c.finish_reason, c.prompt_tokens),
+            (None, None, None)
+        );
+        let huge =
+            br#"{"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":99999999999}}"#;
+        assert_eq!(
+            parse_completion("e", huge).unwrap().prompt_tokens,
+            Some(u32::MAX)
+        );
         let binary: Vec<u8> = (0..=255u8).cycle().take(10_000).collect();
         assert_eq!(kind(&binary), Some("malformed"));
     }

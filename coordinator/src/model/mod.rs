@@ -279,14 +279,17 @@ impl ModelConfig {
         Duration::from_millis(self.connect_timeout_ms)
     }
 
-    /// The backoff before retry number `retry` (1-based) at one endpoint.
-    pub fn backoff(&self, retry: u32) -> Duration {
-        let shift = retry.saturating_sub(1).min(20);
-        let ms = self
-            .backoff_ms
-            .saturating_mul(1u64 << shift)
-            .min(self.max_backoff_ms.max(self.backoff_ms));
-        Duration::from_millis(ms)
+    /// The backoff ceilings between attempts at one endpoint: `backoff_ms`, doubling up to
+    /// `max_backoff_ms`, one for each of the `retries` (the client draws full jitter
+    /// under each).
+    pub fn retry_schedule(&self) -> backon::ExponentialBuilder {
+        backon::ExponentialBuilder::new()
+            .with_min_delay(Duration::from_millis(self.backoff_ms))
+            .with_max_delay(Duration::from_millis(
+                self.max_backoff_ms.max(self.backoff_ms),
+            ))
+            .with_factor(2.0)
+            .with_max_times(self.retries as usize)
     }
 
     /// Checks the numbers (URLs are checked when the client parses them).
@@ -344,10 +347,16 @@ mod tests {
 
     #[test]
     fn backoff_doubles_and_caps() {
+        use backon::BackoffBuilder as _;
         let c = ModelConfig::default();
-        let ms: Vec<u128> = (1..=7).map(|r| c.backoff(r).as_millis()).collect();
+        assert_eq!(c.retry_schedule().build().count(), c.retries as usize);
+        let ms: Vec<u128> = c
+            .retry_schedule()
+            .with_max_times(7)
+            .build()
+            .map(|d| d.as_millis())
+            .collect();
         assert_eq!(ms, [250, 500, 1000, 2000, 4000, 4000, 4000]);
-        assert_eq!(c.backoff(u32::MAX).as_millis(), 4000);
     }
 
     #[test]

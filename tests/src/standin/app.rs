@@ -892,6 +892,8 @@ impl App {
 mod tests {
     use super::*;
     use crate::standin::render::plain;
+    use rand::{Rng as _, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
 
     fn app_with(script: &str, cfg: AppConfig) -> App {
         let script = Script::parse(script, "test").unwrap();
@@ -1320,13 +1322,8 @@ mod tests {
 
     #[test]
     fn frames_fit_the_pane_whatever_happens() {
-        let mut seed: u64 = 42;
-        let mut rnd = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rng = ChaCha8Rng::seed_from_u64(42);
+        let mut rnd = move || rng.gen::<u64>();
         for (w, h) in [(10u16, 5u16), (20, 6), (30, 10), (80, 24), (200, 60)] {
             let mut a = app(PERM);
             a.resize(w, h);

@@ -261,6 +261,8 @@ fn normalize_paste(body: &[u8]) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use rand::{Rng as _, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
 
     fn all(p: &mut KeyParser, chunks: &[&[u8]]) -> Vec<Key> {
         let mut out = Vec::new();
@@ -370,27 +372,23 @@ mod tests {
 
     #[test]
     fn garbage_never_panics() {
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rng = ChaCha8Rng::seed_from_u64(0x9e37_79b9_7f4a_7c15);
         let mut p = KeyParser::new();
         for _ in 0..2000 {
-            let mut chunk = Vec::new();
-            for _ in 0..(seed % 17) {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let b = match seed % 6 {
+            let len = rng.gen_range(0..17);
+            let chunk: Vec<u8> = (0..len)
+                .map(|_| match rng.gen_range(0..6) {
                     0 => 0x1b,
                     1 => b'[',
                     2 => b'2',
-                    _ => (seed >> 8) as u8,
-                };
-                chunk.push(b);
-            }
+                    _ => rng.gen(),
+                })
+                .collect();
             let _ = p.feed(&chunk);
-            if seed & 7 == 0 {
+            if rng.gen_ratio(1, 8) {
                 let _ = p.flush();
             }
-            if seed & 15 == 1 {
+            if rng.gen_ratio(1, 16) {
                 let _ = p.end_paste();
             }
         }

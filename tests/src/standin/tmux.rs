@@ -3,54 +3,27 @@
 //! `paste-buffer -p -r -d` + `send-keys Enter`), and read back the screen, the pane
 //! metadata and the stand-in's log.
 //!
-//! Every test gets its own server (`tmux -L karl-standin-<random> -f /dev/null`);
-//! [`TmuxServer`] kills it on drop, so a failing test leaves nothing behind. A
-//! missing `tmux` is an error, not a skip: CI installs it.
+//! Every test gets its own [`TmuxServer`], killed on drop, so a failing test leaves
+//! nothing behind; this module adds the stand-in's helpers to it.
 //!
 //! [`Snapshot::detection_input`] hands a capture to the pane-state classifier.
 
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use karl_common::detect::DetectionInput;
 
 use super::log::{read_log, LogLine};
-
-static SEQ: AtomicU32 = AtomicU32::new(0);
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!(
-        "{prefix}-{}-{}-{nanos:x}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-/// A private tmux server, killed on drop.
-#[derive(Debug)]
-pub struct TmuxServer {
-    socket: String,
-    /// The socket file, removed on drop (tmux leaves it behind after kill-server).
-    socket_path: Option<PathBuf>,
-}
+use crate::tmux_server::{unique, TmuxServer};
 
 impl TmuxServer {
     /// Starts an empty server that stays up with no sessions (`exit-empty off`)
     /// and keeps dead panes (`remain-on-exit on`) so their exit status can be read.
     pub fn start() -> io::Result<TmuxServer> {
-        let mut server = TmuxServer {
-            socket: unique("karl-standin"),
-            socket_path: None,
-        };
+        let server = TmuxServer::new();
         server
-            .tmux(&[
+            .run(&[
                 "start-server",
                 ";",
                 "set-option",
@@ -69,54 +42,7 @@ impl TmuxServer {
                     format!("cannot start tmux (is it installed?): {e}"),
                 )
             })?;
-        server.socket_path = server
-            .tmux(&["display-message", "-p", "#{socket_path}"])
-            .ok()
-            .map(|p| PathBuf::from(p.trim_end_matches('\n')))
-            .filter(|p| p.is_absolute());
         Ok(server)
-    }
-
-    /// The `-L` socket name.
-    pub fn socket(&self) -> &str {
-        &self.socket
-    }
-
-    fn command(&self) -> Command {
-        let mut c = Command::new(karl_agent::tmux::program_from_env());
-        c.arg("-L").arg(&self.socket).arg("-f").arg("/dev/null");
-        c
-    }
-
-    /// Runs one tmux command on this server; its stdout on success.
-    pub fn tmux(&self, args: &[&str]) -> io::Result<String> {
-        self.tmux_with_input(args, None)
-    }
-
-    /// Runs one tmux command with `input` on its stdin.
-    pub fn tmux_with_input(&self, args: &[&str], input: Option<&[u8]>) -> io::Result<String> {
-        let mut cmd = self.command();
-        cmd.args(args)
-            .stdin(if input.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn()?;
-        if let (Some(data), Some(mut stdin)) = (input, child.stdin.take()) {
-            stdin.write_all(data)?;
-        }
-        let out = child.wait_with_output()?;
-        if !out.status.success() {
-            return Err(io::Error::other(format!(
-                "tmux {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     /// Starts `argv` in a new session of `width`×`height` in `cwd`; returns the
@@ -147,17 +73,12 @@ impl TmuxServer {
             "#{pane_id}",
         ];
         args.extend_from_slice(argv);
-        Ok(self.tmux(&args)?.trim().to_string())
-    }
-
-    /// `capture-pane -p`: the visible screen as plain text.
-    pub fn capture(&self, pane: &str) -> io::Result<String> {
-        self.tmux(&["capture-pane", "-p", "-t", pane])
+        Ok(self.run(&args)?.trim().to_string())
     }
 
     /// `capture-pane -p -e`: the visible screen with SGR attributes.
     pub fn capture_ansi(&self, pane: &str) -> io::Result<String> {
-        self.tmux(&["capture-pane", "-p", "-e", "-t", pane])
+        self.run(&["capture-pane", "-p", "-e", "-t", pane])
     }
 
     /// The screen, its ANSI variant and the pane metadata the agent sends, taken
@@ -180,7 +101,7 @@ impl TmuxServer {
     fn snapshot_once(&self, pane: &str) -> io::Result<Snapshot> {
         let text = self.capture(pane)?;
         let ansi = self.capture_ansi(pane)?;
-        let meta = self.tmux(&[
+        let meta = self.run(&[
             "display-message",
             "-p",
             "-t",
@@ -206,7 +127,7 @@ impl TmuxServer {
     /// One format value of a pane, e.g. `#{pane_pid}`.
     pub fn pane_format(&self, pane: &str, format: &str) -> io::Result<String> {
         Ok(self
-            .tmux(&["display-message", "-p", "-t", pane, format])?
+            .run(&["display-message", "-p", "-t", pane, format])?
             .trim_end_matches('\n')
             .to_string())
     }
@@ -216,8 +137,8 @@ impl TmuxServer {
     /// kept, buffer deleted).
     pub fn paste(&self, pane: &str, text: &str) -> io::Result<()> {
         let buffer = unique("karl");
-        self.tmux_with_input(&["load-buffer", "-b", &buffer, "-"], Some(text.as_bytes()))?;
-        self.tmux(&["paste-buffer", "-p", "-r", "-d", "-b", &buffer, "-t", pane])?;
+        self.run_with_input(&["load-buffer", "-b", &buffer, "-"], Some(text.as_bytes()))?;
+        self.run(&["paste-buffer", "-p", "-r", "-d", "-b", &buffer, "-t", pane])?;
         Ok(())
     }
 
@@ -225,17 +146,8 @@ impl TmuxServer {
     pub fn send_keys(&self, pane: &str, keys: &[&str]) -> io::Result<()> {
         let mut args = vec!["send-keys", "-t", pane];
         args.extend_from_slice(keys);
-        self.tmux(&args)?;
+        self.run(&args)?;
         Ok(())
-    }
-}
-
-impl Drop for TmuxServer {
-    fn drop(&mut self) {
-        let _ = self.tmux(&["kill-server"]);
-        if let Some(path) = &self.socket_path {
-            let _ = std::fs::remove_file(path);
-        }
     }
 }
 
