@@ -420,6 +420,30 @@ impl Tmux {
         Ok(String::from_utf8_lossy(&out).into_owned())
     }
 
+    /// Starts the server if needed with a detached 120×40 session `name` whose one pane
+    /// runs `command` (a shell command line) in `dir`.
+    pub async fn new_session(&self, name: &str, dir: &str, command: &str) -> Result<()> {
+        let args = [
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "120",
+            "-y",
+            "40",
+            "-c",
+            dir,
+            command,
+        ];
+        self.run(&args).await.map(drop)
+    }
+
+    /// Stops this tmux server and everything running in it.
+    pub async fn kill_server(&self) -> Result<()> {
+        self.run(&["kill-server"]).await.map(drop)
+    }
+
     /// `tmux -V`, e.g. `tmux 3.3a`.
     pub async fn version(&self) -> Result<String> {
         Ok(self.run(&["-V"]).await?.trim().to_string())

@@ -11,6 +11,7 @@
 //! - [`gate`]: the validation gate every candidate prompt passes before it is typed.
 //! - [`context`]: the context stack — the bounded briefing the twin model reads each turn.
 //! - [`auth`]: the shared-token check used on both gRPC services.
+//! - [`config_file`]: reading TOML config files, with errors that name the file.
 //! - [`tls`]: PEM files, the clients' `[tls]` settings and coordinator address, and
 //!   TLS failures named in words that say what to fix.
 //! - [`error`]: this crate's error type.
@@ -21,6 +22,7 @@
 
 mod ansi;
 pub mod auth;
+pub mod config_file;
 pub mod context;
 pub mod detect;
 pub mod error;

@@ -10,7 +10,7 @@ use tokio::net::TcpListener;
 
 use karl_common::detect::Detector;
 
-use crate::config::CoordConfig;
+use crate::config::{CoordConfig, LocalPane};
 use crate::engine::Engine;
 use crate::error::{CoordError, Result};
 use crate::model::{HttpModelClient, ModelClient};
@@ -57,6 +57,15 @@ pub async fn run(
         .map_err(|e| CoordError::Internal(format!("listener has no address: {e}")))?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
 
+    let local_pane = match (&cfg.local_pane, cfg.local_agent) {
+        (Some(pane), true) => Some(start_local_pane(&cfg, pane).await?),
+        (Some(_), false) => {
+            return Err(CoordError::InvalidArgument(
+                "--local-pane needs --local-agent (and a --tmux-socket of its own)".into(),
+            ))
+        }
+        (None, _) => None,
+    };
     let local_agent = if cfg.local_agent {
         // Loopback plaintext: config validation keeps --local-agent and TLS apart.
         let coord = karl_common::tls::CoordAddr::parse(&format!("http://{addr}"))?;
@@ -100,5 +109,31 @@ pub async fn run(
     if let Some(task) = local_agent {
         let _ = task.await;
     }
+    if let Some(tmux) = local_pane.flatten() {
+        if let Err(e) = tmux.kill_server().await {
+            tracing::warn!(target: "coord", error = %e, "cannot stop the local pane's tmux server");
+        }
+    }
     served.map_err(|e| CoordError::Internal(format!("server failed: {e}")))
+}
+
+/// Starts the local agent's tmux server with the `--local-pane` session, through the
+/// agent's door to tmux; returns the server to stop at the end (`None` when kept).
+async fn start_local_pane(
+    cfg: &CoordConfig,
+    pane: &LocalPane,
+) -> Result<Option<karl_agent::tmux::Tmux>> {
+    let Some(socket) = cfg.tmux_socket.clone() else {
+        return Err(CoordError::InvalidArgument(
+            "--local-pane needs a --tmux-socket of its own: the coordinator stops that server when it stops".into(),
+        ));
+    };
+    let tmux = karl_agent::tmux::Tmux::new(Some(socket)).with_program(cfg.tmux_bin.clone());
+    let dir = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| ".".into());
+    tmux.new_session("karl", &dir, &pane.command)
+        .await
+        .map_err(|e| CoordError::InvalidArgument(format!("--local-pane: {e}")))?;
+    Ok((!pane.keep).then_some(tmux))
 }

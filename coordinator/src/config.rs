@@ -5,7 +5,7 @@
 //! whatever neither set; built-in defaults fill the rest.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Deserialize;
 
@@ -14,7 +14,7 @@ use crate::engine::EngineConfig;
 use crate::model::ModelConfig;
 
 /// Default coordinator address.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:7400";
+pub use karl_common::config_file::{read_toml, FileError, DEFAULT_LISTEN};
 
 /// `karl-coord.toml` as written on disk. Every field is optional.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -91,6 +91,17 @@ pub struct CoordConfig {
     pub engine: EngineFile,
     /// TLS on the listener; `None` serves plaintext.
     pub tls: Option<ServerTls>,
+    /// A pane the local agent's tmux server is started with (`--local-pane`).
+    pub local_pane: Option<LocalPane>,
+}
+
+/// `--local-pane`: the local agent's tmux server is started with one session, `karl`,
+/// whose pane runs `command`; the coordinator stops that server when it stops, unless
+/// `keep`. For trying KARL on one machine (`karl-ctl demo` uses it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalPane {
+    pub command: String,
+    pub keep: bool,
 }
 
 impl CoordConfig {
@@ -112,6 +123,7 @@ impl CoordConfig {
             context: ContextConfig::default(),
             engine: EngineFile::default(),
             tls: None,
+            local_pane: None,
         }
     }
 
@@ -147,14 +159,8 @@ impl CoordConfig {
 /// Errors that stop the coordinator from starting, phrased as what to fix.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read config file {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("config file {path}: {message}")]
-    Parse { path: String, message: String },
+    #[error(transparent)]
+    File(#[from] FileError),
     #[error("invalid listen address {0:?}: write it as IP:PORT, e.g. 127.0.0.1:7400")]
     Listen(String),
     #[error("refusing to listen on {0} without a token: set --token or KARL_TOKEN (or listen on 127.0.0.1)")]
@@ -165,26 +171,6 @@ pub enum ConfigError {
     EmptyToken,
     #[error("{0}")]
     Invalid(String),
-}
-
-/// Reads and parses a TOML file into `T`; a missing optional file is `Ok(None)`.
-pub fn read_toml<T: for<'de> Deserialize<'de>>(
-    path: &Path,
-    required: bool,
-) -> Result<Option<T>, ConfigError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => toml::from_str(&text)
-            .map(Some)
-            .map_err(|e| ConfigError::Parse {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            }),
-        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(ConfigError::Read {
-            path: path.display().to_string(),
-            source,
-        }),
-    }
 }
 
 /// The default data directory: `$KARL_HOME` is handled by the caller; this is the

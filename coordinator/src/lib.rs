@@ -1,5 +1,4 @@
-//! karl-coord and karl-ctl: the coordinator that owns session state and decides what
-//! to type, and the operator's command line.
+//! karl-coord: the coordinator that owns session state and decides what to type.
 //!
 //! Layout:
 //! - [`app`]: assembling a running coordinator (store, registry, engine, server, local agent).
@@ -17,13 +16,11 @@
 //! - [`context`]: the context stack (pure; lives in `karl_common::context`, shared with karl-ctl's
 //!   offline `context` command).
 //! - [`model`]: the OpenAI-compatible model client with retries and fallback endpoints.
-//! - [`ctl`]: karl-ctl's commands, client and output formatting.
 
 pub mod app;
 pub mod config;
 pub use karl_common::context;
 pub mod control;
-pub mod ctl;
 pub mod engine;
 pub mod error;
 pub mod link;

@@ -7,7 +7,7 @@ use karl_common::detect::PaneState;
 use karl_common::pb;
 use karl_common::target::PaneTarget;
 
-use crate::context::{Context, Role};
+use crate::context::Context;
 use crate::engine::{Command, Drive, DriveSpec, Update};
 use crate::error::CoordError;
 use crate::records::{
@@ -160,22 +160,7 @@ pub fn audit(a: AuditEntry) -> pb::AuditRecord {
 }
 
 pub fn context_reply(ctx: &Context) -> pb::ContextReply {
-    pb::ContextReply {
-        messages: ctx
-            .messages
-            .iter()
-            .map(|m| pb::ChatMessage {
-                role: match m.role {
-                    Role::System => pb::ChatRole::System,
-                    Role::User => pb::ChatRole::User,
-                    Role::Assistant => pb::ChatRole::Assistant,
-                } as i32,
-                content: m.content.clone(),
-            })
-            .collect(),
-        estimated_tokens: ctx.estimated_tokens,
-        budget: ctx.budget,
-    }
+    ctx.to_wire()
 }
 
 fn invalid(field: &str, value: i32, allowed: &str) -> CoordError {

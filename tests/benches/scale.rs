@@ -346,9 +346,7 @@ async fn run(screen: Arc<Screen>, params: Params) {
     }
 
     // Every agent connected, then one session per pane.
-    let mut client = karl_coord::ctl::client::connect(&coord_addr, None)
-        .await
-        .unwrap();
+    let mut client = karl_ctl::client::connect(&coord_addr, None).await.unwrap();
     let connected = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             let n = client

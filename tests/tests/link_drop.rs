@@ -120,9 +120,7 @@ async fn same_agent_reconnecting_replaces_its_stale_stream() {
     ));
 
     let coord = CoordAddr::parse(&coord_addr).expect("coordinator address");
-    let mut ctl = karl_coord::ctl::client::connect(&coord, None)
-        .await
-        .expect("ctl");
+    let mut ctl = karl_ctl::client::connect(&coord, None).await.expect("ctl");
     let listed =
         |agents: &[pb::AgentStatus]| agents.iter().find(|a| a.machine == "laptop").cloned();
     let mut first = None;

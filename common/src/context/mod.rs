@@ -778,5 +778,28 @@ fn question_lines(rejections: &[Rejection]) -> Vec<String> {
     lines
 }
 
+impl Context {
+    /// The wire form of a built context (`karl-ctl context`).
+    pub fn to_wire(&self) -> crate::pb::ContextReply {
+        use crate::pb;
+        pb::ContextReply {
+            messages: self
+                .messages
+                .iter()
+                .map(|m| pb::ChatMessage {
+                    role: match m.role {
+                        Role::System => pb::ChatRole::System,
+                        Role::User => pb::ChatRole::User,
+                        Role::Assistant => pb::ChatRole::Assistant,
+                    } as i32,
+                    content: m.content.clone(),
+                })
+                .collect(),
+            estimated_tokens: self.estimated_tokens,
+            budget: self.budget,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

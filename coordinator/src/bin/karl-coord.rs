@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Parser;
 use karl_coord::config::{
-    check_listen, default_data_dir, read_toml, resolve_tls, CoordConfig, CoordFile, TlsFile,
-    DEFAULT_LISTEN,
+    check_listen, default_data_dir, read_toml, resolve_tls, CoordConfig, CoordFile, LocalPane,
+    TlsFile, DEFAULT_LISTEN,
 };
 
 #[derive(Debug, Parser)]
@@ -59,6 +59,13 @@ struct Args {
     /// tmux program of the in-process agent (a path or a name on PATH). Default: tmux.
     #[arg(long, env = "KARL_TMUX_BIN")]
     tmux_bin: Option<String>,
+    /// Start the local agent's tmux server (--tmux-socket) with one session, `karl`,
+    /// whose pane runs this shell command; stopped when the coordinator stops.
+    #[arg(long)]
+    local_pane: Option<String>,
+    /// Leave the --local-pane tmux server running when the coordinator stops.
+    #[arg(long, requires = "local_pane")]
+    keep_local_pane: bool,
     /// Config file (TOML); default ~/.config/karl/karl-coord.toml if present.
     #[arg(long, env = "KARL_COORD_CONFIG")]
     config: Option<PathBuf>,
@@ -136,6 +143,10 @@ fn resolve(args: Args) -> anyhow::Result<CoordConfig> {
         context,
         engine: file.engine.unwrap_or_default(),
         tls,
+        local_pane: args.local_pane.map(|command| LocalPane {
+            command,
+            keep: args.keep_local_pane,
+        }),
     })
 }
 

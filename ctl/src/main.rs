@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use karl_coord::ctl::{run, Cli};
+use karl_ctl::{run, Cli};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {

@@ -1,8 +1,12 @@
 //! karl-ctl: the operator's command line. Flag parsing, config merging, one function
-//! per command, and human or `--json` output. Offline commands (`classify`,
-//! `validate`) read files and never dial the coordinator.
+//! per command, and human or `--json` output. Offline commands (`classify`, `context
+//! --capture`, `validate`) read files and never dial the coordinator.
 //!
-//! This is the binary's edge, so errors are `anyhow` with one plain sentence each.
+//! Layout: [`client`] dials the coordinator; `output` prints replies; `offline` holds
+//! the file-only commands; `demo` runs KARL end to end on this machine by starting
+//! `karl-coord` beside it. karl-ctl links neither the coordinator nor the agent: it
+//! speaks gRPC and reads files. This is the binary's edge, so errors are `anyhow` with
+//! one plain sentence each.
 
 pub mod client;
 mod demo;
@@ -20,8 +24,8 @@ use karl_common::tls::{ClientTlsFiles, CoordAddr};
 use serde::Deserialize;
 use tokio_stream::StreamExt;
 
-use crate::config::{read_toml, DEFAULT_LISTEN};
 use client::explain;
+use karl_common::config_file::{read_toml, DEFAULT_LISTEN};
 
 /// `karl-ctl.toml`: where the coordinator is, the token, and how to dial it over TLS.
 #[derive(Debug, Default, Deserialize)]
@@ -388,7 +392,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Some(p) => {
                     let text = std::fs::read_to_string(&p)
                         .with_context(|| format!("cannot read plan file {}", p.display()))?;
-                    let steps = crate::context::parse_plan_file(&text);
+                    let steps = karl_common::context::parse_plan_file(&text);
                     if steps.is_empty() {
                         anyhow::bail!(
                             "plan file {} has no steps (one per line; # starts a comment)",
@@ -644,7 +648,7 @@ mod tests {
 
     #[test]
     fn deploy_example_parses() {
-        let example = include_str!("../../../deploy/karl-ctl.toml");
+        let example = include_str!("../../deploy/karl-ctl.toml");
         let f: CtlFile = toml::from_str(example).unwrap();
         assert!(f.coord.is_some() && f.tls.is_none());
         // Every commented-out key is a real one.

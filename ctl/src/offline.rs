@@ -8,10 +8,10 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use karl_common::detect::{classify_capture, CaptureMeta, DetectionInput, Detector};
 
-use crate::context::{ContextConfig, PaneSignal, TaskGraph, TokenEstimator};
-use crate::engine::session_context;
-use crate::records::SessionRecord;
-use crate::wire::context_reply;
+use karl_common::context::{
+    build_context, ContextConfig, ContextInput, Digest, PaneSignal, SessionBrief, TaskGraph,
+    TokenEstimator,
+};
 
 fn read(path: &Path, what: &str) -> anyhow::Result<String> {
     let bytes =
@@ -112,10 +112,11 @@ pub fn context(
     let goal = goal
         .unwrap_or("continue the work shown in the pane")
         .to_string();
-    let rec = SessionRecord {
+    let tasks = TaskGraph::from_steps([goal.clone()]);
+    let brief = SessionBrief {
         project: project.unwrap_or("project").to_string(),
-        tasks: TaskGraph::from_steps([goal.clone()]),
         goal,
+        turn: 1,
         max_turns: 30,
         ..Default::default()
     };
@@ -129,7 +130,18 @@ pub fn context(
     );
     let config = ContextConfig::default();
     let estimator = TokenEstimator::default();
-    let ctx = session_context(&rec, &screen, signal, &[], &config, &estimator);
-    super::output::context(&context_reply(&ctx), json);
+    let ctx = build_context(&ContextInput {
+        brief: &brief,
+        tasks: &tasks,
+        digest: &Digest::default(),
+        recent_prompts: &[],
+        screen: &screen,
+        signal,
+        rejections: &[],
+        phase: None,
+        config: &config,
+        estimator: &estimator,
+    });
+    super::output::context(&ctx.to_wire(), json);
     Ok(ExitCode::SUCCESS)
 }

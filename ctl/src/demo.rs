@@ -1,0 +1,250 @@
+//! `karl-ctl demo`: KARL end to end on one machine with no Mac and no model.
+//!
+//! It starts `karl-coord` (the one next to karl-ctl) as a child process with an
+//! in-process agent on a private tmux server whose one pane runs `karl-standin` (the
+//! stand-in coding agent built with the workspace) — `karl-coord --local-pane`, so tmux
+//! is only ever driven through the agent — then, as any operator would over gRPC, drives
+//! that pane for a few turns with whatever model endpoint is configured
+//! (`KARL_MODEL_URL`), falling back to plan-only. The coordinator is stopped at the end
+//! and takes its tmux server with it (`--keep` leaves the server up to attach to).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use karl_common::pb;
+use tokio_stream::StreamExt;
+
+const PLAN: [&str; 4] = [
+    "Read src/main.rs and list the HTTP routes the server exposes.",
+    "Add a GET /health route that returns 200 with the body ok.",
+    "Write a unit test for the /health route and run cargo test.",
+    "Update README.md with a section on the /health endpoint.",
+];
+
+/// A sibling binary of karl-ctl's, built with the workspace.
+fn sibling(name: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot find karl-ctl's own path")?;
+    let p = exe.with_file_name(name);
+    if p.exists() {
+        Ok(p)
+    } else {
+        anyhow::bail!(
+            "the demo needs {name} next to karl-ctl ({}): build the workspace first with `cargo build --workspace --bins`",
+            p.display()
+        )
+    }
+}
+
+/// The coordinator child; stopped (SIGTERM, then SIGKILL) on drop.
+struct Coordinator(Child);
+
+impl Drop for Coordinator {
+    fn drop(&mut self) {
+        let pid = self.0.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        for _ in 0..100 {
+            if matches!(self.0.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A free loopback port for the coordinator to listen on.
+fn free_port() -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("cannot bind loopback")?;
+    Ok(l.local_addr()?.port())
+}
+
+/// `karl-coord.toml` for the demo: fast settling, no model retries.
+fn coord_config(dir: &Path, port: u16, socket: &str) -> String {
+    let tmux = std::env::var("KARL_TMUX_BIN").unwrap_or_else(|_| "tmux".into());
+    let toml_str = |s: &str| toml::Value::String(s.to_string()).to_string();
+    format!(
+        "listen = {}\ndata_dir = {}\nlocal_agent = true\nlocal_machine = \"demo\"\ntmux_socket = {}\ntmux_bin = {}\n\n\
+         [model]\ntimeout_ms = 15000\nconnect_timeout_ms = 500\nretries = 0\n\n\
+         [engine]\nsettle_ms = 500\nmax_injections_per_minute = 30\n",
+        toml_str(&format!("127.0.0.1:{port}")),
+        toml_str(&dir.join("data").display().to_string()),
+        toml_str(socket),
+        toml_str(&tmux),
+    )
+}
+
+pub async fn run(turns: u32, keep: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let standin = sibling("karl-standin")?;
+    let coord_bin = sibling("karl-coord")?;
+    let dir = std::env::temp_dir().join(format!("karl-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let log = dir.join("standin.log");
+    let socket = format!("karl-demo-{}", std::process::id());
+    let port = free_port()?;
+    let config = dir.join("karl-coord.toml");
+    std::fs::write(&config, coord_config(&dir, port, &socket))
+        .with_context(|| format!("cannot write {}", config.display()))?;
+    let coord_log = dir.join("karl-coord.log");
+    let coord_err = std::fs::File::create(&coord_log)
+        .with_context(|| format!("cannot create {}", coord_log.display()))?;
+    let mut cmd = Command::new(&coord_bin);
+    cmd.arg("--config")
+        .arg(&config)
+        .arg("--local-pane")
+        .arg(format!(
+            "{} --log {}",
+            shell_quote(&standin.display().to_string()),
+            shell_quote(&log.display().to_string())
+        ))
+        .current_dir(&dir)
+        .env_remove("TMUX")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(coord_err);
+    if keep {
+        cmd.arg("--keep-local-pane");
+    }
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {}", coord_bin.display()))?;
+    let mut coordinator = Coordinator(child);
+    wait_listening(&mut coordinator.0, port, &coord_log).await?;
+    eprintln!(
+        "karl demo: karl-coord on 127.0.0.1:{port}, stand-in agent in tmux -L {socket} (attach: tmux -L {socket} attach -t karl); logs in {}",
+        dir.display()
+    );
+    let result = drive(&format!("127.0.0.1:{port}"), turns, json).await;
+    drop(coordinator);
+    let typed = std::fs::read_to_string(&log)
+        .map(|t| {
+            t.lines()
+                .filter(|l| l.contains("\"event\":\"prompt\""))
+                .count()
+        })
+        .unwrap_or(0);
+    eprintln!(
+        "karl demo: the stand-in agent received {typed} prompt(s); its log: {}",
+        log.display()
+    );
+    result
+}
+
+/// Waits until the coordinator accepts connections; an early exit is an error with its
+/// last words.
+async fn wait_listening(child: &mut Child, port: u16, log: &Path) -> anyhow::Result<()> {
+    for _ in 0..200 {
+        if let Ok(Some(status)) = child.try_wait() {
+            let words = std::fs::read_to_string(log).unwrap_or_default();
+            let last: Vec<&str> = words.lines().filter(|l| !l.trim().is_empty()).collect();
+            anyhow::bail!(
+                "karl-coord exited at start ({status}): {}",
+                last.iter()
+                    .rev()
+                    .take(3)
+                    .rev()
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            );
+        }
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    anyhow::bail!(
+        "karl-coord did not start listening within 10s (its log: {})",
+        log.display()
+    )
+}
+
+/// `'…'` for sh, which tmux runs the pane's command with.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+async fn drive(addr: &str, turns: u32, json: bool) -> anyhow::Result<ExitCode> {
+    let coord = karl_common::tls::CoordAddr::parse(addr)?;
+    let mut c = super::client::connect(&coord, None).await?;
+    let mut connected = false;
+    for _ in 0..100 {
+        let agents = c
+            .list_agents(pb::ListAgentsRequest {})
+            .await
+            .map_err(super::client::explain)?;
+        if agents.get_ref().agents.iter().any(|a| a.machine == "demo") {
+            connected = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    if !connected {
+        anyhow::bail!("karl-coord's local agent did not connect within 10s");
+    }
+    // Let the stand-in draw its first screen.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let reply = c
+        .drive(pb::DriveRequest {
+            machine: "demo".into(),
+            target: "karl:0.0".into(),
+            project: "demo-server".into(),
+            goal: "Add a /health endpoint to the demo server, with a test and docs".into(),
+            plan: PLAN.iter().map(|s| s.to_string()).collect(),
+            max_turns: turns,
+            ..Default::default()
+        })
+        .await
+        .map_err(super::client::explain)?
+        .into_inner();
+    let s = reply.session.unwrap_or_default();
+    eprintln!(
+        "karl demo: session {}{}",
+        s.id,
+        if s.reason.is_empty() {
+            String::new()
+        } else {
+            format!(" — {}", s.reason)
+        }
+    );
+    let mut stream = c
+        .follow_session(pb::FollowRequest {
+            id: s.id.clone(),
+            from_start: true,
+        })
+        .await
+        .map_err(super::client::explain)?
+        .into_inner();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30 + 20 * u64::from(turns));
+    loop {
+        let next = tokio::time::timeout_at(deadline, stream.next()).await;
+        let Ok(Some(item)) = next else { break };
+        let u = item.map_err(super::client::explain)?;
+        super::output::update(&u, json);
+        if u.ended {
+            break;
+        }
+    }
+    let d = c
+        .show_session(pb::SessionRef { id: s.id.clone() })
+        .await
+        .map_err(super::client::explain)?
+        .into_inner();
+    let summary = d.summary.unwrap_or_default();
+    let rec: serde_json::Value = serde_json::from_str(&d.json).unwrap_or_default();
+    let status = super::output::status(&summary);
+    eprintln!(
+        "karl demo: {}",
+        rec["summary_line"].as_str().unwrap_or(&status)
+    );
+    Ok(if summary.status() == pb::SessionStatus::Done {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
