@@ -50,6 +50,33 @@ pub mod pb {
             .to_ascii_lowercase()
             .replace('_', "-")
     }
+
+    /// `serialize_with` functions for the enum fields (named in `build.rs`): each writes
+    /// the value's [`label`], or the number when this build does not know it.
+    pub mod labels {
+        macro_rules! labels {
+            ($($name:ident: $ty:ty = $prefix:literal;)*) => {$(
+                pub fn $name<S: serde::Serializer>(v: &i32, s: S) -> Result<S::Ok, S::Error> {
+                    match <$ty>::try_from(*v) {
+                        Ok(e) => s.serialize_str(&super::label(e.as_str_name(), $prefix)),
+                        Err(_) => s.serialize_i32(*v),
+                    }
+                }
+            )*};
+        }
+        labels! {
+            session_status: super::SessionStatus = "SESSION_STATUS_";
+            pane_state: super::PaneState = "PANE_STATE_";
+            turn_source: super::TurnSource = "TURN_SOURCE_";
+            turn_outcome: super::TurnOutcome = "TURN_OUTCOME_";
+            inject_status: super::InjectStatus = "INJECT_STATUS_";
+            audit_kind: super::AuditKind = "AUDIT_KIND_";
+            chat_role: super::ChatRole = "CHAT_ROLE_";
+            snapshot_reason: super::SnapshotReason = "SNAPSHOT_REASON_";
+            inject_outcome: super::InjectOutcome = "INJECT_OUTCOME_";
+            pane_event_kind: super::PaneEventKind = "PANE_EVENT_KIND_";
+        }
+    }
 }
 
 pub use error::{Error, Result};

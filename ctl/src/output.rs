@@ -57,18 +57,7 @@ pub fn ago(unix_ms: u64) -> String {
 
 pub fn agents(agents: &[pb::AgentStatus], json: bool) {
     if json {
-        let v: Vec<_> = agents
-            .iter()
-            .map(|a| {
-                json!({
-                    "machine": a.machine, "version": a.version, "hostname": a.hostname,
-                    "tmux_version": a.tmux_version, "connected_unix_ms": a.connected_unix_ms,
-                    "last_heartbeat_unix_ms": a.last_heartbeat_unix_ms, "pane_count": a.pane_count,
-                    "instance_id": a.instance_id, "peer": a.peer,
-                })
-            })
-            .collect();
-        return print_json(&json!(v));
+        return print_json(&to_json(agents));
     }
     if agents.is_empty() {
         println!("no agents connected");
@@ -239,31 +228,14 @@ fn audit_kind(a: &pb::AuditRecord) -> String {
     pb::label(a.kind().as_str_name(), "AUDIT_KIND_")
 }
 
-fn summary_json(s: &pb::SessionSummary) -> serde_json::Value {
-    json!({
-        "id": s.id, "machine": s.machine, "target": s.target, "pane_id": s.pane_id,
-        "project": s.project, "goal": s.goal, "status": status(s), "turns": s.turns,
-        "max_turns": s.max_turns, "dry_run": s.dry_run, "plan_only": s.plan_only,
-        "last_state": pane_state(s.last_state()), "reason": s.reason,
-        "started_unix_ms": s.started_unix_ms, "updated_unix_ms": s.updated_unix_ms,
-    })
-}
-
-fn turn_json(t: &pb::TurnRecord) -> serde_json::Value {
-    json!({
-        "n": t.n, "prompt": t.prompt, "source": source(t), "gate": t.gate,
-        "model_latency_ms": t.model_latency_ms, "prompt_tokens": t.prompt_tokens,
-        "pane_hash": t.pane_hash, "outcome": outcome(t), "inject": inject_status(t), "inject_reason": t.inject_reason,
-        "unix_ms": t.unix_ms, "state": pane_state(t.state()),
-    })
+/// Any wire type as JSON (serde derives on the generated types; enums by name).
+fn to_json<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or_default()
 }
 
 pub fn session_started(s: &pb::SessionSummary, json: bool) {
     if json {
-        return println!(
-            "{}",
-            serde_json::to_string(&summary_json(s)).unwrap_or_default()
-        );
+        return println!("{}", serde_json::to_string(&to_json(s)).unwrap_or_default());
     }
     println!("{}", s.id);
     let mut notes = Vec::new();
@@ -284,18 +256,14 @@ pub fn session_started(s: &pb::SessionSummary, json: bool) {
 /// One line for a session (pause/resume/stop/approve/deny replies).
 pub fn session_line(s: &pb::SessionSummary, json: bool) {
     if json {
-        return println!(
-            "{}",
-            serde_json::to_string(&summary_json(s)).unwrap_or_default()
-        );
+        return println!("{}", serde_json::to_string(&to_json(s)).unwrap_or_default());
     }
     println!("{} {} — {}", s.id, status(s), s.reason);
 }
 
 pub fn sessions(list: &[pb::SessionSummary], json: bool) {
     if json {
-        let v: Vec<_> = list.iter().map(summary_json).collect();
-        return print_json(&json!(v));
+        return print_json(&to_json(list));
     }
     if list.is_empty() {
         println!("no sessions");
@@ -319,10 +287,7 @@ pub fn sessions(list: &[pb::SessionSummary], json: bool) {
 
 pub fn turn(t: &pb::TurnRecord, json: bool) {
     if json {
-        return println!(
-            "{}",
-            serde_json::to_string(&turn_json(t)).unwrap_or_default()
-        );
+        return println!("{}", serde_json::to_string(&to_json(t)).unwrap_or_default());
     }
     println!(
         "turn {:>3} [{}] {} → {} ({}; {} ms model)\n  {}",
@@ -341,12 +306,7 @@ pub fn turn(t: &pb::TurnRecord, json: bool) {
 
 pub fn update(u: &pb::SessionUpdate, json: bool) {
     if json {
-        let v = json!({
-            "event": u.event, "ended": u.ended,
-            "session": u.session.as_ref().map(summary_json),
-            "turn": u.turn.as_ref().map(turn_json),
-        });
-        return println!("{}", serde_json::to_string(&v).unwrap_or_default());
+        return println!("{}", serde_json::to_string(&to_json(u)).unwrap_or_default());
     }
     match &u.turn {
         Some(t)
@@ -364,9 +324,9 @@ pub fn show(d: &pb::SessionDetail, json: bool) {
     let rec: serde_json::Value = serde_json::from_str(&d.json).unwrap_or_default();
     if json {
         let v = json!({
-            "session": d.summary.as_ref().map(summary_json),
+            "session": to_json(&d.summary),
             "record": rec,
-            "turns": d.turns.iter().map(turn_json).collect::<Vec<_>>(),
+            "turns": to_json(&d.turns),
         });
         return print_json(&v);
     }
@@ -407,11 +367,7 @@ pub fn show(d: &pb::SessionDetail, json: bool) {
 
 pub fn context(r: &pb::ContextReply, json: bool) {
     if json {
-        let v = json!({
-            "messages": r.messages.iter().map(|m| json!({"role": role(m), "content": m.content})).collect::<Vec<_>>(),
-            "estimated_tokens": r.estimated_tokens, "budget": r.budget,
-        });
-        return print_json(&v);
+        return print_json(&to_json(r));
     }
     for m in &r.messages {
         println!("── {} ──\n{}\n", role(m), m.content);
@@ -421,16 +377,7 @@ pub fn context(r: &pb::ContextReply, json: bool) {
 
 pub fn audit(entries: &[pb::AuditRecord], json: bool) {
     if json {
-        let v: Vec<_> = entries
-            .iter()
-            .map(|a| {
-                json!({
-                    "unix_ms": a.unix_ms, "session": a.session, "machine": a.machine,
-                    "pane": a.pane, "kind": audit_kind(a), "text": a.text, "detail": a.detail,
-                })
-            })
-            .collect();
-        return print_json(&json!(v));
+        return print_json(&to_json(entries));
     }
     print_table(
         &[],

@@ -2,13 +2,15 @@
 //!
 //! Layout:
 //! - [`machine`]: the sans-IO session machine — `Session::on(now, Event) -> Vec<Effect>`
-//!   owns every transition; [`turn`] (firing, committing, typing, judging a turn) and
-//!   [`permission`] (answering a permission menu) are parts of it.
+//!   owns every transition; [`snapshot`] (a settled screen, decided and acted on),
+//!   [`turn`] (firing, committing, typing, judging a turn) and [`permission`] (answering
+//!   a permission menu) are parts of it.
 //! - [`decide`]: the per-snapshot state table and permission-menu reading (pure).
 //! - [`prompt`]: the prompt source chain, model → gate → regenerate → plan → escape.
 //! - [`outcome`]: judging a typed turn from the next settled snapshot (pure).
 //! - [`task`]: the per-session task that feeds the machine and carries out its effects.
 //! - [`start`]: starting and resuming sessions (pane lock, model health, plan).
+//! - [`send`]: `karl-ctl send`, one gated prompt outside any session.
 //! - this file: [`Engine`], the facade the gRPC services call, and the table of running
 //!   session tasks.
 //!
@@ -21,6 +23,8 @@ mod machine;
 mod outcome;
 mod permission;
 mod prompt;
+mod send;
+mod snapshot;
 mod start;
 mod task;
 mod turn;
@@ -35,10 +39,8 @@ use std::time::Duration;
 
 use futures::Stream;
 use karl_common::detect::{Detector, PaneState};
-use karl_common::gate::{Gate, GateContext, OtherSession};
+use karl_common::gate::{Gate, OtherSession};
 use karl_common::pb;
-use karl_common::target::PaneTarget;
-use karl_common::unix_ms;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
 
@@ -56,7 +58,7 @@ use crate::context::{
 };
 use crate::error::{CoordError, Result};
 use crate::model::ModelClient;
-use crate::records::{AuditEntry, AuditKind, InjectStatus, SessionRecord, Status, TurnRecord};
+use crate::records::{AuditEntry, InjectStatus, SessionRecord, Status, TurnRecord};
 use crate::registry::Registry;
 use crate::store::Store;
 
@@ -218,88 +220,6 @@ impl Engine {
     }
 
     // ───────────────────────── operator surface ─────────────────────────
-
-    /// `karl-ctl send`: one prompt typed into a pane outside any session, through the
-    /// gate unless forced (a forced send is written to the audit log as such). Returns
-    /// the agent's result and the gate's reasons.
-    pub async fn manual_send(
-        &self,
-        machine: &str,
-        target: &PaneTarget,
-        text: &str,
-        force: bool,
-    ) -> Result<(pb::InjectResult, Vec<String>)> {
-        // A pane driven by a session is judged against that session's fence.
-        let target_s = target.to_string();
-        let driving = lock(&self.handles).values().find_map(|h| {
-            let v = h.view.borrow();
-            let r = &v.record;
-            (r.status.is_live()
-                && r.machine == machine
-                && (r.pane_id == target_s || r.target == target_s))
-                .then(|| r.clone())
-        });
-        let rec = driving.unwrap_or_default();
-        let others = (self.shared.deps.peers)(&rec.id);
-        let verdict = self.shared.deps.gate.check(
-            text,
-            &GateContext {
-                project: &rec.project,
-                path: &rec.path,
-                history: &rec.history,
-                others: &others,
-                ..Default::default()
-            },
-        );
-        let reasons = prompt::verdict_lines(&verdict);
-        let audit = |kind: AuditKind, detail: String| AuditEntry {
-            unix_ms: unix_ms(),
-            session: String::new(),
-            machine: machine.to_string(),
-            pane: target_s.clone(),
-            kind,
-            text: text.to_string(),
-            detail,
-        };
-        let store = &self.shared.store;
-        if !verdict.pass && !force {
-            store
-                .append_audit(&audit(AuditKind::Blocked, reasons.join("; ")))
-                .await?;
-            let refused = pb::InjectResult {
-                outcome: pb::InjectOutcome::Refused as i32,
-                reason: format!(
-                    "blocked by the gate: {} (use --force to override; it is audited)",
-                    reasons.join("; ")
-                ),
-                ..Default::default()
-            };
-            return Ok((refused, reasons));
-        }
-        if force {
-            let why = format!("gate overridden: {}", reasons.join("; "));
-            store.append_audit(&audit(AuditKind::Forced, why)).await?;
-        }
-        let inject = pb::Inject {
-            target: target_s.clone(),
-            text: text.to_string(),
-            force,
-            ..Default::default()
-        };
-        let result = match self.shared.registry.inject(machine, inject).await {
-            Ok(i) => i,
-            Err(e) => {
-                store
-                    .append_audit(&audit(AuditKind::Failed, e.to_string()))
-                    .await?;
-                return Err(e);
-            }
-        };
-        store
-            .append_audit(&audit(AuditKind::Inject, inject_label(&result)))
-            .await?;
-        Ok((result, reasons))
-    }
 
     /// Sessions, oldest first: the live ones, or every one on record with `all`.
     pub fn list(&self, all: bool) -> Result<Vec<SessionRecord>> {

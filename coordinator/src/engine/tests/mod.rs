@@ -5,7 +5,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod decide;
 mod flows;
+mod shell;
 mod table;
 
 use std::collections::VecDeque;
