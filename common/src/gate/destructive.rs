@@ -7,6 +7,11 @@
 
 use super::commands::{self, Hit};
 use super::intent;
+use super::lexicon::{
+    WordSet, CHECKS, CHECK_CONNECTIVES, CHECK_PREFIXES, CODE_CONTEXT, CODE_EDITS, CODE_FILLER,
+    DISARMING, DOCS, DOC_CONNECTIVES, GUARDS, GUARD_FILLER, GUARD_PREFIXES, IDIOMS, NEGATIONS,
+    PASSIVE_AUX, PASSIVE_GUARDS,
+};
 use super::words::{Break, Words};
 
 /// The first destructive finding the text's own wording does not neutralize, as a
@@ -26,214 +31,32 @@ pub(crate) fn check(text: &str, w: &Words) -> Option<String> {
 }
 
 fn is_negation(t: &str) -> bool {
-    matches!(
-        t,
-        "not"
-            | "never"
-            | "don't"
-            | "dont"
-            | "doesn't"
-            | "won't"
-            | "shouldn't"
-            | "mustn't"
-            | "can't"
-            | "cannot"
-            | "without"
-            | "avoid"
-            | "avoiding"
-            | "avoids"
-            | "stop"
-            | "stops"
-            | "no"
-            | "instead"
-            | "rather"
-            | "nobody"
-            | "nothing"
-    ) || is_strong_guard(t)
+    NEGATIONS.contains(t) || is_strong_guard(t)
 }
 
 /// Words that set up a safeguard by themselves: "rejects", "prevent", "block".
 fn is_strong_guard(t: &str) -> bool {
-    [
-        "reject",
-        "refus",
-        "prevent",
-        "forbid",
-        "disallow",
-        "prohibit",
-        "safeguard",
-    ]
-    .iter()
-    .any(|p| t.starts_with(p))
-        || matches!(
-            t,
-            "deny"
-                | "denies"
-                | "denied"
-                | "block"
-                | "blocks"
-                | "blocked"
-                | "blocking"
-                | "ban"
-                | "bans"
-                | "banned"
-                | "guard"
-                | "guards"
-                | "guarding"
-                | "protect"
-                | "protects"
-                | "dry-run"
-                | "--dry-run"
-        )
+    GUARD_PREFIXES.starts(t) || GUARDS.contains(t)
 }
 
 /// Words that frame what follows as a check, a test or documentation when one of the
 /// given connectives comes right after them: "warn before", "a test that", "explain why".
-fn framing(t: &str) -> Option<&'static [&'static str]> {
-    const GUARD: &[&str] = &[
-        "before", "when", "whenever", "if", "on", "against", "upon", "for", "that",
-    ];
-    const DOC: &[&str] = &[
-        "that",
-        "for",
-        "which",
-        "where",
-        "asserting",
-        "checking",
-        "covering",
-        "verifying",
-        "ensuring",
-        "proving",
-        "showing",
-        "confirming",
-        "explaining",
-        "describing",
-        "about",
-        "on",
-        "of",
-        "why",
-        "how",
-        "what",
-        "when",
-    ];
-    let guard = ["warn", "detect", "alert", "confirm", "abort", "verif"]
-        .iter()
-        .any(|p| t.starts_with(p))
-        || matches!(
-            t,
-            "ask" | "asks" | "check" | "checks" | "fail" | "fails" | "lint" | "catch"
-        );
-    if guard {
-        return Some(GUARD);
+fn framing(t: &str) -> Option<&'static WordSet> {
+    if CHECK_PREFIXES.starts(t) || CHECKS.contains(t) {
+        return Some(&CHECK_CONNECTIVES);
     }
-    let doc = matches!(
-        t,
-        "test"
-            | "tests"
-            | "spec"
-            | "specs"
-            | "testcase"
-            | "unittest"
-            | "doc"
-            | "docs"
-            | "documentation"
-            | "comment"
-            | "docstring"
-            | "section"
-            | "note"
-            | "faq"
-            | "explanation"
-            | "guide"
-            | "runbook"
-            | "paragraph"
-            | "warning"
-            | "hook"
-            | "assertion"
-            | "rule"
-            | "example"
-            | "document"
-            | "explain"
-            | "describe"
-            | "mention"
-            | "assert"
-    );
-    doc.then_some(DOC)
+    DOCS.contains(t).then_some(&DOC_CONNECTIVES)
 }
 
 /// Words that may stand between a negation and what it negates: "never *run* rm", "don't
 /// *ever use* `git push -f`", "instead *of*".
 fn is_filler(t: &str) -> bool {
-    matches!(
-        t,
-        "to" | "ever"
-            | "be"
-            | "the"
-            | "a"
-            | "an"
-            | "any"
-            | "just"
-            | "accidentally"
-            | "do"
-            | "you"
-            | "we"
-            | "i"
-            | "run"
-            | "runs"
-            | "running"
-            | "use"
-            | "using"
-            | "call"
-            | "calling"
-            | "invoke"
-            | "execute"
-            | "try"
-            | "trying"
-            | "allow"
-            | "let"
-            | "anyone"
-            | "anybody"
-            | "someone"
-            | "people"
-            | "users"
-            | "it"
-            | "them"
-            | "again"
-            | "of"
-            | "than"
-            | "more"
-            | "direct"
-            | "directly"
-            | "accidental"
-            | "unintended"
-    )
+    GUARD_FILLER.contains(t)
 }
 
 /// Words that switch a safeguard off: "skip the confirmation", "the guard was removed".
 fn is_disarming(t: &str) -> bool {
-    matches!(
-        t,
-        "skip"
-            | "disable"
-            | "bypass"
-            | "ignore"
-            | "remove"
-            | "drop"
-            | "override"
-            | "circumvent"
-            | "without"
-            | "no"
-            | "turn"
-            | "skipping"
-            | "disabling"
-            | "bypassing"
-            | "ignoring"
-            | "removed"
-            | "disabled"
-            | "skipped"
-            | "bypassed"
-            | "off"
-            | "gone"
-    )
+    DISARMING.contains(t)
 }
 
 /// True if the wording around the finding negates or guards it.
@@ -257,25 +80,7 @@ fn guarded(w: &Words, h: &Hit) -> bool {
         k -= 1;
         let t = w.lower(k);
         if is_negation(t) {
-            let next = w.lower(k + 1);
-            let idiom = matches!(
-                next,
-                "hesitate"
-                    | "worry"
-                    | "bother"
-                    | "ask"
-                    | "wait"
-                    | "forget"
-                    | "mind"
-                    | "need"
-                    | "think"
-                    | "confirm"
-                    | "check"
-                    | "look"
-                    | "care"
-                    | "panic"
-                    | "overthink"
-            );
+            let idiom = IDIOMS.contains(w.lower(k + 1));
             let disarmed = k > 0 && is_disarming(w.lower(k - 1));
             if !idiom && !disarmed {
                 return true;
@@ -303,7 +108,7 @@ fn guarded(w: &Words, h: &Hit) -> bool {
             return true;
         }
         if let Some(connectives) = framing(t) {
-            let joined = (k + 1..(k + 3).min(i)).any(|m| connectives.contains(&w.lower(m)));
+            let joined = (k + 1..(k + 3).min(i)).any(|m| connectives.contains(w.lower(m)));
             if joined && !disarmed {
                 return true;
             }
@@ -317,23 +122,7 @@ fn guarded(w: &Words, h: &Hit) -> bool {
             break;
         }
         let t = w.lower(k);
-        let passive = matches!(
-            t,
-            "rejected"
-                | "refused"
-                | "blocked"
-                | "denied"
-                | "prevented"
-                | "disallowed"
-                | "forbidden"
-                | "caught"
-                | "detected"
-                | "flagged"
-                | "aborted"
-        ) && matches!(
-            w.lower(k - 1),
-            "is" | "are" | "was" | "were" | "be" | "been" | "get" | "gets" | "always" | "now"
-        );
+        let passive = PASSIVE_GUARDS.contains(t) && PASSIVE_AUX.contains(w.lower(k - 1));
         let fails = k == end_tok + 1 && matches!(t, "fails" | "errors" | "aborts");
         if passive || fails {
             return true;
@@ -349,47 +138,11 @@ fn guarded(w: &Words, h: &Hit) -> bool {
             k -= 1;
             steps += 1;
             let t = w.lower(k);
-            if matches!(
-                t,
-                "remove"
-                    | "delete"
-                    | "drop"
-                    | "strip"
-                    | "replace"
-                    | "eliminate"
-                    | "rewrite"
-                    | "refactor"
-                    | "comment"
-                    | "document"
-                    | "explain"
-                    | "describe"
-            ) {
-                let after = w.lower(end_tok + 1);
-                return matches!(
-                    after,
-                    "from"
-                        | "in"
-                        | "inside"
-                        | "with"
-                        | "out"
-                        | "within"
-                        | "call"
-                        | "line"
-                        | "step"
-                        | "command"
-                        | "usage"
-                        | "calls"
-                        | "invocation"
-                        | "by"
-                        | "is"
-                        | "does"
-                        | "works"
-                ) || matches!(t, "document" | "explain" | "describe");
+            if CODE_EDITS.contains(t) {
+                return CODE_CONTEXT.contains(w.lower(end_tok + 1))
+                    || matches!(t, "document" | "explain" | "describe");
             }
-            if !matches!(
-                t,
-                "the" | "a" | "an" | "that" | "this" | "each" | "every" | "any" | "out" | "all"
-            ) {
+            if !CODE_FILLER.contains(t) {
                 break;
             }
         }

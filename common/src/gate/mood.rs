@@ -6,20 +6,18 @@
 //! ("The tests crash with concurrent appends; try …") and deontic statements ("Status code
 //! should be 201") are left alone.
 
+use super::lexicon::{
+    MOOD_AUX, MOOD_CLAUSE_JOINERS, MOOD_DIRECTIVES, MOOD_DONE, MOOD_FINITE, MOOD_LEAD_INS,
+    MOOD_MODALS, MOOD_PASSIVE_AUX, MOOD_QUESTION_OPENERS, MOOD_SUBJECTS,
+};
 use super::words::{self, Break, Form, Words};
 
 fn is_subject(w: &str) -> bool {
-    matches!(
-        w,
-        "i" | "we" | "i've" | "we've" | "i'd" | "we'd" | "i'm" | "we're" | "you" | "you've"
-    )
+    MOOD_SUBJECTS.contains(w)
 }
 
 fn is_aux(w: &str) -> bool {
-    matches!(
-        w,
-        "have" | "has" | "had" | "just" | "already" | "finally" | "now" | "also"
-    )
+    MOOD_AUX.contains(w)
 }
 
 /// Why the prompt is a report rather than an instruction, if it is one.
@@ -32,54 +30,18 @@ pub(crate) fn past_report(text: &str, w: &Words) -> Option<String> {
         return None;
     }
     let first = w.lower(0);
-    if matches!(
-        first,
-        "why"
-            | "what"
-            | "how"
-            | "when"
-            | "where"
-            | "which"
-            | "who"
-            | "did"
-            | "do"
-            | "does"
-            | "can"
-            | "could"
-            | "would"
-            | "will"
-            | "is"
-            | "are"
-            | "should"
-            | "please"
-    ) {
+    if MOOD_QUESTION_OPENERS.contains(first) {
         return None;
     }
     if directs_anywhere(w) {
         return None;
     }
     let mut k = 0;
-    while k < w.len()
-        && matches!(
-            w.lower(k),
-            "ok" | "okay"
-                | "so"
-                | "alright"
-                | "great"
-                | "good"
-                | "well"
-                | "all"
-                | "everything"
-                | "just"
-                | "finally"
-                | "already"
-                | "also"
-        )
-    {
+    while k < w.len() && MOOD_LEAD_INS.contains(w.lower(k)) {
         k += 1;
     }
     // "Done.", "All done", "Finished."
-    if k < w.len() && matches!(w.lower(k), "done" | "finished" | "completed" | "fixed") {
+    if k < w.len() && MOOD_DONE.contains(w.lower(k)) {
         return Some(format!("reports finished work (\"{}\")", w.lower(k)));
     }
     // "I have updated …", "We fixed …"
@@ -96,31 +58,8 @@ pub(crate) fn past_report(text: &str, w: &Words) -> Option<String> {
     // "Fixed the bug in parser.rs", unless the participle modifies a subject ("Cached
     // results are stale …").
     if k < w.len() && is_past(w.lower(k)) {
-        let finite_soon = (k + 1..(k + 4).min(w.len())).any(|m| {
-            w.toks[m].brk == Break::None
-                && matches!(
-                    w.lower(m),
-                    "is" | "are"
-                        | "was"
-                        | "were"
-                        | "has"
-                        | "have"
-                        | "do"
-                        | "does"
-                        | "don't"
-                        | "never"
-                        | "should"
-                        | "must"
-                        | "will"
-                        | "can"
-                        | "keep"
-                        | "get"
-                        | "seem"
-                        | "look"
-                        | "need"
-                        | "needs"
-                )
-        });
+        let finite_soon = (k + 1..(k + 4).min(w.len()))
+            .any(|m| w.toks[m].brk == Break::None && MOOD_FINITE.contains(w.lower(m)));
         if !finite_soon {
             return Some(format!("reports finished work (\"{}\")", w.lower(k)));
         }
@@ -130,16 +69,11 @@ pub(crate) fn past_report(text: &str, w: &Words) -> Option<String> {
     let end = w.clause_end(k).min(k + 8);
     for m in k..end {
         let t = w.lower(m);
-        let passive = matches!(t, "been" | "is" | "are" | "was" | "were")
+        let passive = MOOD_PASSIVE_AUX.contains(t)
             && w.lower(m + 1) != "not"
             && (is_past(w.lower(m + 1)) || (w.lower(m + 1) == "now" && is_past(w.lower(m + 2))));
         if passive {
-            let modal = (k..m).any(|x| {
-                matches!(
-                    w.lower(x),
-                    "should" | "must" | "needs" | "need" | "to" | "will" | "can" | "could"
-                )
-            });
+            let modal = (k..m).any(|x| MOOD_MODALS.contains(w.lower(x)));
             if !modal {
                 return Some("reports a finished state".to_string());
             }
@@ -162,13 +96,10 @@ fn directs_anywhere(w: &Words) -> bool {
             at_clause_start = true;
         }
         let t = w.lower(i);
-        if matches!(
-            t,
-            "should" | "must" | "needs" | "need" | "please" | "let's" | "lets" | "shall" | "ought"
-        ) {
+        if MOOD_DIRECTIVES.contains(t) {
             return true;
         }
-        if matches!(t, "and" | "then" | "now" | "next" | "also" | "so" | "but") {
+        if MOOD_CLAUSE_JOINERS.contains(t) {
             at_clause_start = true;
             i += 1;
             continue;
