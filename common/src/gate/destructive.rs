@@ -70,8 +70,15 @@ fn guarded(w: &Words, h: &Hit) -> bool {
     }
     let end_tok = w.token_at(h.end.saturating_sub(1)).max(i);
     let cs = w.clause_start(i);
+    negated(w, i, cs)
+        || guarded_before(w, i, cs)
+        || guarded_after(w, end_tok)
+        || (h.command && edited_out(w, i, cs, end_tok))
+}
 
-    // A negation that governs the finding directly.
+/// A negation that governs the finding at token `i` directly ("never run rm"), unless it is
+/// an idiom ("don't hesitate") or disarmed ("skip no …"); `cs` is the clause start.
+fn negated(w: &Words, i: usize, cs: usize) -> bool {
     let mut k = i;
     while k > cs {
         if w.toks[k].brk != Break::None {
@@ -82,17 +89,18 @@ fn guarded(w: &Words, h: &Hit) -> bool {
         if is_negation(t) {
             let idiom = IDIOMS.contains(w.lower(k + 1));
             let disarmed = k > 0 && is_disarming(w.lower(k - 1));
-            if !idiom && !disarmed {
-                return true;
-            }
-            break;
+            return !idiom && !disarmed;
         }
         if !is_filler(t) {
             break;
         }
     }
+    false
+}
 
-    // A safeguard or a test/doc framing earlier in the phrase.
+/// A safeguard or a test/doc framing earlier in the phrase: "a hook that rejects …", "a
+/// test that …".
+fn guarded_before(w: &Words, i: usize, cs: usize) -> bool {
     let mut k = i;
     let mut steps = 0;
     while k > cs && steps < 10 {
@@ -114,8 +122,11 @@ fn guarded(w: &Words, h: &Hit) -> bool {
             }
         }
     }
+    false
+}
 
-    // A guard after the finding: "… is rejected", "… fails".
+/// A guard after the finding that ends at token `end_tok`: "… is rejected", "… fails".
+fn guarded_after(w: &Words, end_tok: usize) -> bool {
     let mut k = end_tok + 1;
     while k < w.len() && k <= end_tok + 5 {
         if w.toks[k].brk == Break::Hard {
@@ -129,22 +140,23 @@ fn guarded(w: &Words, h: &Hit) -> bool {
         }
         k += 1;
     }
+    false
+}
 
-    // Code being edited out: "remove the `rm -rf` call from cleanup.sh".
-    if h.command {
-        let mut k = i;
-        let mut steps = 0;
-        while k > cs && steps < 5 {
-            k -= 1;
-            steps += 1;
-            let t = w.lower(k);
-            if CODE_EDITS.contains(t) {
-                return CODE_CONTEXT.contains(w.lower(end_tok + 1))
-                    || matches!(t, "document" | "explain" | "describe");
-            }
-            if !CODE_FILLER.contains(t) {
-                break;
-            }
+/// A command being edited out of code: "remove the `rm -rf` call from cleanup.sh".
+fn edited_out(w: &Words, i: usize, cs: usize, end_tok: usize) -> bool {
+    let mut k = i;
+    let mut steps = 0;
+    while k > cs && steps < 5 {
+        k -= 1;
+        steps += 1;
+        let t = w.lower(k);
+        if CODE_EDITS.contains(t) {
+            return CODE_CONTEXT.contains(w.lower(end_tok + 1))
+                || matches!(t, "document" | "explain" | "describe");
+        }
+        if !CODE_FILLER.contains(t) {
+            break;
         }
     }
     false

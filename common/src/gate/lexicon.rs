@@ -495,6 +495,12 @@ lists! {
     RM_FILLER = "commands.rm_filler";
     MIGRATION_VERBS = "commands.migration_verbs";
     MIGRATION_SCOPES = "commands.migration_scopes";
+    ARTIFACT_NAMES = "commands.artifact_names";
+    ARTIFACT_ENDINGS = "commands.artifact_endings";
+    DATA_ENDINGS = "commands.data_endings";
+    DATA_NAMES = "commands.data_names";
+    BROAD_PATHS = "commands.broad_paths";
+    TEMP_DIRS = "commands.temp_dirs";
 }
 
 /// Repeat measure: spelling variants and synonyms folded before comparison.

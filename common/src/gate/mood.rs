@@ -22,50 +22,61 @@ fn is_aux(w: &str) -> bool {
 
 /// Why the prompt is a report rather than an instruction, if it is one.
 pub(crate) fn past_report(text: &str, w: &Words) -> Option<String> {
-    if w.is_empty() || w.len() > 120 {
-        return None;
-    }
-    let trimmed = text.trim_end();
-    if trimmed.ends_with('?') {
-        return None;
-    }
-    let first = w.lower(0);
-    if MOOD_QUESTION_OPENERS.contains(first) {
-        return None;
-    }
-    if directs_anywhere(w) {
+    if w.is_empty() || w.len() > 120 || asks_or_directs(text, w) {
         return None;
     }
     let mut k = 0;
     while k < w.len() && MOOD_LEAD_INS.contains(w.lower(k)) {
         k += 1;
     }
+    if k < w.len() {
+        if let Some(verdict) = opening_report(w, k) {
+            return verdict;
+        }
+    }
+    passive_report(w, k)
+}
+
+/// A question, or a prompt that directs work somewhere.
+fn asks_or_directs(text: &str, w: &Words) -> bool {
+    text.trim_end().ends_with('?')
+        || MOOD_QUESTION_OPENERS.contains(w.lower(0))
+        || directs_anywhere(w)
+}
+
+fn finished(verb: &str) -> String {
+    format!("reports finished work (\"{verb}\")")
+}
+
+/// The verdict of a prompt whose first word after the openers, token `k`, decides it: "Done.",
+/// "I have updated …", "Fixed the bug"; `None` if that word decides nothing.
+fn opening_report(w: &Words, k: usize) -> Option<Option<String>> {
+    let t = w.lower(k);
     // "Done.", "All done", "Finished."
-    if k < w.len() && MOOD_DONE.contains(w.lower(k)) {
-        return Some(format!("reports finished work (\"{}\")", w.lower(k)));
+    if MOOD_DONE.contains(t) {
+        return Some(Some(finished(t)));
     }
     // "I have updated …", "We fixed …"
-    if k < w.len() && is_subject(w.lower(k)) {
+    if is_subject(t) {
         let mut m = k + 1;
         while m < w.len() && is_aux(w.lower(m)) {
             m += 1;
         }
-        if m < w.len() && is_past(w.lower(m)) {
-            return Some(format!("reports finished work (\"{}\")", w.lower(m)));
-        }
-        return None;
+        return Some((m < w.len() && is_past(w.lower(m))).then(|| finished(w.lower(m))));
     }
     // "Fixed the bug in parser.rs", unless the participle modifies a subject ("Cached
     // results are stale …").
-    if k < w.len() && is_past(w.lower(k)) {
+    if is_past(t) {
         let finite_soon = (k + 1..(k + 4).min(w.len()))
             .any(|m| w.toks[m].brk == Break::None && MOOD_FINITE.contains(w.lower(m)));
-        if !finite_soon {
-            return Some(format!("reports finished work (\"{}\")", w.lower(k)));
-        }
-        return None;
+        return Some((!finite_soon).then(|| finished(t)));
     }
-    // "The tests have been added.", "The bug is fixed now."
+    None
+}
+
+/// A finished state in the clause from token `k`: "The tests have been added.", "The bug is
+/// fixed now.", not "… should be fixed".
+fn passive_report(w: &Words, k: usize) -> Option<String> {
     let end = w.clause_end(k).min(k + 8);
     for m in k..end {
         let t = w.lower(m);
