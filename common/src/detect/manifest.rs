@@ -164,8 +164,10 @@ struct RawLayout {
     turn_start: Option<String>,
 }
 
+/// A rule as written: its own keys, and its first clause's keys beside them (`clause`,
+/// checked against [`RawClause`] when the rule is compiled, so an unknown key is still an
+/// error naming it; serde cannot deny unknown fields across a flattened struct).
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RawRule {
     id: String,
     state: Option<PaneState>,
@@ -177,21 +179,10 @@ struct RawRule {
     confidence: Option<f32>,
     note: Option<String>,
     when: Option<Vec<PaneState>>,
-    region: Region,
-    first: Option<usize>,
-    last: Option<usize>,
-    #[serde(default)]
-    joined: bool,
-    present: Option<bool>,
-    empty: Option<bool>,
-    #[serde(default)]
-    any: Vec<String>,
-    #[serde(default)]
-    all: Vec<String>,
-    #[serde(default)]
-    not: Vec<String>,
     #[serde(default)]
     and: Vec<RawClause>,
+    #[serde(flatten)]
+    clause: toml::Table,
 }
 
 #[derive(Debug, Deserialize)]
@@ -505,17 +496,9 @@ fn compile_rule(manifest: &str, r: &RawRule, has_input: bool) -> std::result::Re
     if r.when.is_some() && !r.error {
         return Err(format!("{what}: `when` only applies to error rules"));
     }
-    let head = RawClause {
-        region: r.region,
-        first: r.first,
-        last: r.last,
-        joined: r.joined,
-        present: r.present,
-        empty: r.empty,
-        any: r.any.clone(),
-        all: r.all.clone(),
-        not: r.not.clone(),
-    };
+    let head: RawClause = toml::Value::Table(r.clause.clone())
+        .try_into()
+        .map_err(|e| format!("{what}: {e}"))?;
     let mut clauses = vec![compile_clause(&what, &head, has_input)?];
     for c in &r.and {
         clauses.push(compile_clause(&what, c, has_input)?);
@@ -658,6 +641,8 @@ any = ['\S']
     fn unknown_field_is_refused_with_its_name() {
         let e = err(&MINIMAL.replace("any = ", "colour = 'red'\nany = "));
         assert!(e.contains("demo.toml") && e.contains("colour"), "{e}");
+        let e = err(&MINIMAL.replace("any = ", "priorty = 2\nany = "));
+        assert!(e.contains("demo.toml") && e.contains("priorty"), "{e}");
     }
 
     #[test]

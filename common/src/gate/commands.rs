@@ -17,8 +17,9 @@ use super::shell::{self, Command, Lexed, Link};
 use std::sync::LazyLock;
 
 use super::lexicon::{
-    fold, lexicon, CommandSpec, ARG_ENDERS, MIGRATION_SCOPES, MIGRATION_VERBS, OWN_SUBCOMMANDS,
-    RM_FILLER, WRAPPERS,
+    fold, lexicon, CommandSpec, ARG_ENDERS, ARTIFACT_ENDINGS, ARTIFACT_NAMES, BROAD_PATHS,
+    DATA_ENDINGS, DATA_NAMES, MIGRATION_SCOPES, MIGRATION_VERBS, OWN_SUBCOMMANDS, RM_FILLER,
+    TEMP_DIRS, WRAPPERS,
 };
 
 /// One destructive finding and where it is (byte range in the top-level text).
@@ -1361,94 +1362,21 @@ pub(crate) fn is_artifact_name(name: &str) -> bool {
         return false;
     }
     let lower = n.to_ascii_lowercase();
-    let names = [
-        "node_modules",
-        "target",
-        "build",
-        "builds",
-        "dist",
-        "out",
-        ".next",
-        ".nuxt",
-        ".svelte-kit",
-        ".output",
-        "__pycache__",
-        ".pytest_cache",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".tox",
-        ".nox",
-        ".venv",
-        "venv",
-        ".coverage",
-        "coverage",
-        "htmlcov",
-        ".gradle",
-        ".parcel-cache",
-        ".turbo",
-        ".cache",
-        "cache",
-        ".angular",
-        "tmp",
-        "temp",
-        ".tmp",
-        "deriveddata",
-        ".build",
-        "pods",
-        ".dart_tool",
-        ".eggs",
-        "obj",
-        ".terraform",
-        ".expo",
-        ".vite",
-        ".eslintcache",
-        ".nyc_output",
-        "storybook-static",
-        ".ds_store",
-        "thumbs.db",
-        "package-lock.json",
-        "yarn.lock",
-        "pnpm-lock.yaml",
-        "gemfile.lock",
-        "poetry.lock",
-        "cargo.lock",
-        "composer.lock",
-        "pipfile.lock",
-    ];
-    if names.contains(&lower.as_str()) || lower.starts_with("cmake-build-") {
+    if ARTIFACT_NAMES.contains(&lower) || lower.starts_with("cmake-build-") {
         return true;
     }
-    let exts = [
-        ".pyc",
-        ".pyo",
-        ".o",
-        ".obj",
-        ".class",
-        ".log",
-        ".tmp",
-        ".swp",
-        ".swo",
-        ".orig",
-        ".rej",
-        ".egg-info",
-        ".tsbuildinfo",
-        "~",
-    ];
     let stem_ok = lower
         .trim_start_matches('*')
         .trim_start_matches('.')
         .chars()
         .all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '-' | '~'));
-    stem_ok && exts.iter().any(|e| lower.ends_with(e))
+    stem_ok && ARTIFACT_ENDINGS.ends(&lower)
 }
 
 /// Classifies a path for the delete rules.
 pub(crate) fn path_class(t: &str) -> PathClass {
     let t = t.trim();
-    if t.is_empty() {
-        return PathClass::Broad;
-    }
-    if t.contains('$') || t.contains('`') {
+    if t.is_empty() || t.contains('$') || t.contains('`') {
         return PathClass::Broad;
     }
     let trimmed = if t.len() > 1 {
@@ -1458,60 +1386,50 @@ pub(crate) fn path_class(t: &str) -> PathClass {
     };
     let comps: Vec<&str> = trimmed.split('/').filter(|c| !c.is_empty()).collect();
     let last = comps.last().copied().unwrap_or("");
+    if comps.contains(&".git") || names_everything(trimmed) {
+        return PathClass::Broad;
+    }
+    if under_tmp(trimmed, &comps) {
+        return PathClass::Trivial;
+    }
     // `build/*` is as regenerable as `build`.
     let effective = if matches!(last, "*" | "." | "**") && comps.len() >= 2 {
         comps[comps.len() - 2]
     } else {
         last
     };
-    if comps.contains(&".git") {
-        return PathClass::Broad;
-    }
-    if matches!(
-        trimmed,
-        "/" | "." | "./" | ".." | "*" | "./*" | ".*" | "*/" | "**" | "../*" | "~" | "/*"
-    ) || trimmed.starts_with("/*")
-    {
-        return PathClass::Broad;
-    }
-    let under_tmp = ["/tmp/", "/private/tmp/", "/var/tmp/"]
-        .iter()
-        .any(|p| trimmed.starts_with(p))
-        && comps.len() >= 2
-        && !matches!(comps.get(comps.len().saturating_sub(1)), Some(&"*"))
-        && !matches!(comps[1], "*" | "." | "..")
-        && !(comps[0] == "private" && comps.len() < 3);
-    if under_tmp {
-        return PathClass::Trivial;
-    }
     // An absolute artifact path needs a project around it: `/x/proj/target`, not `/tmp`.
     let absolute = trimmed.starts_with('/') || trimmed.starts_with('~');
     if is_artifact_name(effective) && (!absolute || comps.len() >= 3) {
         return PathClass::Trivial;
     }
-    if absolute {
+    if absolute || comps.contains(&"..") || matches!(last, "*" | "**" | ".*") {
         return PathClass::Broad;
     }
-    if comps.contains(&"..") {
-        return PathClass::Broad;
-    }
-    if matches!(last, "*" | "**" | ".*") {
-        return PathClass::Broad;
-    }
-    let lower = last.to_ascii_lowercase();
-    let data_ext = [
-        ".db", ".sqlite", ".sqlite3", ".db-wal", ".db-shm", "-wal", "-shm", ".mdb", ".dump",
-        ".bak", ".tfstate", ".rdb", ".aof", ".parquet", ".csv", ".jsonl", ".pem", ".key",
-    ];
-    if data_ext.iter().any(|e| lower.ends_with(e))
-        || matches!(
-            lower.as_str(),
-            "data" | "backups" | "backup" | ".env" | "uploads"
-        )
-    {
+    if is_data_name(last) {
         return PathClass::Data;
     }
     PathClass::Ordinary
+}
+
+/// The root, the current or parent directory, home, or a glob over one of them.
+fn names_everything(trimmed: &str) -> bool {
+    BROAD_PATHS.contains(trimmed) || trimmed.starts_with("/*")
+}
+
+/// A named file or directory inside a temp directory (`/tmp/x`, not `/tmp/*`).
+fn under_tmp(trimmed: &str, comps: &[&str]) -> bool {
+    TEMP_DIRS.starts(trimmed)
+        && comps.len() >= 2
+        && !matches!(comps.get(comps.len().saturating_sub(1)), Some(&"*"))
+        && !matches!(comps[1], "*" | "." | "..")
+        && !(comps[0] == "private" && comps.len() < 3)
+}
+
+/// Databases, dumps, state, backups, keys.
+fn is_data_name(last: &str) -> bool {
+    let lower = last.to_ascii_lowercase();
+    DATA_ENDINGS.ends(&lower) || DATA_NAMES.contains(&lower)
 }
 
 pub(crate) fn is_trivial(t: &str) -> bool {
@@ -1578,70 +1496,12 @@ fn statements(text: &str, base: usize, code: bool, hits: &mut Vec<Hit>) {
     let keyword = ["drop", "trunc", "delete", "update", "flush", "remove("]
         .iter()
         .any(|k| lower.contains(k));
-    if !keyword {
+    if !keyword || mongo_calls(text, &lower, base, hits) {
         return;
     }
-    let lower_has = |needle: &str| lower.contains(needle);
-    // Mongo shell calls.
-    for (needle, what) in [
-        ("dropdatabase(", "drops a MongoDB database"),
-        ("dropallusers(", "drops every database user"),
-        (".deletemany({})", "deletes every document"),
-        (".remove({})", "deletes every document"),
-        (".drop()", "drops a collection"),
-    ] {
-        if lower_has(needle) && (needle != ".drop()" || lower_has("db.")) {
-            push_text_hit(text, base, needle, what, hits);
-            return;
-        }
-    }
     let toks = sql_tokens(text);
-    // In prose a lower-case keyword counts only where a statement would start.
-    let upper_ok = |k: usize| {
-        let t = &toks[k];
-        code || t.1.chars().all(|c| !c.is_lowercase()) || k == 0 || toks[k - 1].1 == ";"
-    };
     for (k, t) in toks.iter().enumerate() {
-        let w = t.1.to_ascii_uppercase();
-        let next = toks.get(k + 1).map(|n| n.1.to_ascii_uppercase());
-        let next = next.as_deref();
-        let found = match w.as_str() {
-            "FLUSHALL" | "FLUSHDB" if upper_ok(k) => Some("deletes every Redis key".to_string()),
-            "DROP" if upper_ok(k) => match next {
-                Some("TABLE" | "DATABASE" | "SCHEMA" | "COLLECTION" | "KEYSPACE" | "OWNED") => {
-                    let obj = next.unwrap_or("").to_ascii_lowercase();
-                    statement_shaped(&toks, k + 2, code).then(|| format!("SQL DROP {obj}"))
-                }
-                _ => None,
-            },
-            "TRUNCATE" if upper_ok(k) => {
-                let table_kw = next == Some("TABLE");
-                let shaped = statement_shaped(&toks, k + if table_kw { 2 } else { 1 }, code);
-                let keyword = t.1.chars().all(|c| !c.is_lowercase()) || k == 0;
-                ((table_kw || keyword) && shaped)
-                    .then(|| "SQL TRUNCATE empties a table".to_string())
-            }
-            "DELETE" if upper_ok(k) && next == Some("FROM") => {
-                let end = statement_end(&toks, k);
-                let bounded = toks[k..end]
-                    .iter()
-                    .any(|x| x.1.eq_ignore_ascii_case("where"));
-                let shaped = statement_shaped(&toks, k + 2, code);
-                (!bounded && shaped).then(|| "SQL DELETE without WHERE".to_string())
-            }
-            "UPDATE" if upper_ok(k) => {
-                let has_set = toks
-                    .get(k + 2)
-                    .is_some_and(|x| x.1.eq_ignore_ascii_case("set"));
-                let end = statement_end(&toks, k);
-                let bounded = toks[k..end]
-                    .iter()
-                    .any(|x| x.1.eq_ignore_ascii_case("where"));
-                (has_set && !bounded).then(|| "SQL UPDATE without WHERE".to_string())
-            }
-            _ => None,
-        };
-        if let Some(detail) = found {
+        if let Some(detail) = sql_statement(&toks, k, code) {
             let start = base + t.0;
             hits.push(Hit {
                 detail,
@@ -1652,6 +1512,71 @@ fn statements(text: &str, base: usize, code: bool, hits: &mut Vec<Hit>) {
             return;
         }
     }
+}
+
+/// Mongo shell calls that drop or empty a database or a collection; true if one was found.
+fn mongo_calls(text: &str, lower: &str, base: usize, hits: &mut Vec<Hit>) -> bool {
+    for (needle, what) in [
+        ("dropdatabase(", "drops a MongoDB database"),
+        ("dropallusers(", "drops every database user"),
+        (".deletemany({})", "deletes every document"),
+        (".remove({})", "deletes every document"),
+        (".drop()", "drops a collection"),
+    ] {
+        if lower.contains(needle) && (needle != ".drop()" || lower.contains("db.")) {
+            push_text_hit(text, base, needle, what, hits);
+            return true;
+        }
+    }
+    false
+}
+
+/// The finding of the SQL or Redis statement that starts at token `k`, if it destroys data.
+fn sql_statement(toks: &[(usize, &str)], k: usize, code: bool) -> Option<String> {
+    let t = &toks[k];
+    // In prose a lower-case keyword counts only where a statement would start.
+    let upper_ok = code || t.1.chars().all(|c| !c.is_lowercase()) || k == 0 || toks[k - 1].1 == ";";
+    if !upper_ok {
+        return None;
+    }
+    let w = t.1.to_ascii_uppercase();
+    let next = toks.get(k + 1).map(|n| n.1.to_ascii_uppercase());
+    let next = next.as_deref();
+    match w.as_str() {
+        "FLUSHALL" | "FLUSHDB" => Some("deletes every Redis key".to_string()),
+        "DROP" => match next {
+            Some("TABLE" | "DATABASE" | "SCHEMA" | "COLLECTION" | "KEYSPACE" | "OWNED") => {
+                let obj = next.unwrap_or("").to_ascii_lowercase();
+                statement_shaped(toks, k + 2, code).then(|| format!("SQL DROP {obj}"))
+            }
+            _ => None,
+        },
+        "TRUNCATE" => {
+            let table_kw = next == Some("TABLE");
+            let shaped = statement_shaped(toks, k + if table_kw { 2 } else { 1 }, code);
+            let keyword = t.1.chars().all(|c| !c.is_lowercase()) || k == 0;
+            ((table_kw || keyword) && shaped).then(|| "SQL TRUNCATE empties a table".to_string())
+        }
+        "DELETE" if next == Some("FROM") => {
+            let shaped = statement_shaped(toks, k + 2, code);
+            (!has_where(toks, k) && shaped).then(|| "SQL DELETE without WHERE".to_string())
+        }
+        "UPDATE" => {
+            let has_set = toks
+                .get(k + 2)
+                .is_some_and(|x| x.1.eq_ignore_ascii_case("set"));
+            (has_set && !has_where(toks, k)).then(|| "SQL UPDATE without WHERE".to_string())
+        }
+        _ => None,
+    }
+}
+
+/// True if the statement that starts at token `k` has a WHERE clause.
+fn has_where(toks: &[(usize, &str)], k: usize) -> bool {
+    let end = statement_end(toks, k);
+    toks[k..end]
+        .iter()
+        .any(|x| x.1.eq_ignore_ascii_case("where"))
 }
 
 fn push_text_hit(text: &str, base: usize, needle: &str, what: &str, hits: &mut Vec<Hit>) {

@@ -7,6 +7,11 @@
 
 use super::commands::{self, Hit};
 use super::intent;
+use super::lexicon::{
+    WordSet, CHECKS, CHECK_CONNECTIVES, CHECK_PREFIXES, CODE_CONTEXT, CODE_EDITS, CODE_FILLER,
+    DISARMING, DOCS, DOC_CONNECTIVES, GUARDS, GUARD_FILLER, GUARD_PREFIXES, IDIOMS, NEGATIONS,
+    PASSIVE_AUX, PASSIVE_GUARDS,
+};
 use super::words::{Break, Words};
 
 /// The first destructive finding the text's own wording does not neutralize, as a
@@ -26,214 +31,32 @@ pub(crate) fn check(text: &str, w: &Words) -> Option<String> {
 }
 
 fn is_negation(t: &str) -> bool {
-    matches!(
-        t,
-        "not"
-            | "never"
-            | "don't"
-            | "dont"
-            | "doesn't"
-            | "won't"
-            | "shouldn't"
-            | "mustn't"
-            | "can't"
-            | "cannot"
-            | "without"
-            | "avoid"
-            | "avoiding"
-            | "avoids"
-            | "stop"
-            | "stops"
-            | "no"
-            | "instead"
-            | "rather"
-            | "nobody"
-            | "nothing"
-    ) || is_strong_guard(t)
+    NEGATIONS.contains(t) || is_strong_guard(t)
 }
 
 /// Words that set up a safeguard by themselves: "rejects", "prevent", "block".
 fn is_strong_guard(t: &str) -> bool {
-    [
-        "reject",
-        "refus",
-        "prevent",
-        "forbid",
-        "disallow",
-        "prohibit",
-        "safeguard",
-    ]
-    .iter()
-    .any(|p| t.starts_with(p))
-        || matches!(
-            t,
-            "deny"
-                | "denies"
-                | "denied"
-                | "block"
-                | "blocks"
-                | "blocked"
-                | "blocking"
-                | "ban"
-                | "bans"
-                | "banned"
-                | "guard"
-                | "guards"
-                | "guarding"
-                | "protect"
-                | "protects"
-                | "dry-run"
-                | "--dry-run"
-        )
+    GUARD_PREFIXES.starts(t) || GUARDS.contains(t)
 }
 
 /// Words that frame what follows as a check, a test or documentation when one of the
 /// given connectives comes right after them: "warn before", "a test that", "explain why".
-fn framing(t: &str) -> Option<&'static [&'static str]> {
-    const GUARD: &[&str] = &[
-        "before", "when", "whenever", "if", "on", "against", "upon", "for", "that",
-    ];
-    const DOC: &[&str] = &[
-        "that",
-        "for",
-        "which",
-        "where",
-        "asserting",
-        "checking",
-        "covering",
-        "verifying",
-        "ensuring",
-        "proving",
-        "showing",
-        "confirming",
-        "explaining",
-        "describing",
-        "about",
-        "on",
-        "of",
-        "why",
-        "how",
-        "what",
-        "when",
-    ];
-    let guard = ["warn", "detect", "alert", "confirm", "abort", "verif"]
-        .iter()
-        .any(|p| t.starts_with(p))
-        || matches!(
-            t,
-            "ask" | "asks" | "check" | "checks" | "fail" | "fails" | "lint" | "catch"
-        );
-    if guard {
-        return Some(GUARD);
+fn framing(t: &str) -> Option<&'static WordSet> {
+    if CHECK_PREFIXES.starts(t) || CHECKS.contains(t) {
+        return Some(&CHECK_CONNECTIVES);
     }
-    let doc = matches!(
-        t,
-        "test"
-            | "tests"
-            | "spec"
-            | "specs"
-            | "testcase"
-            | "unittest"
-            | "doc"
-            | "docs"
-            | "documentation"
-            | "comment"
-            | "docstring"
-            | "section"
-            | "note"
-            | "faq"
-            | "explanation"
-            | "guide"
-            | "runbook"
-            | "paragraph"
-            | "warning"
-            | "hook"
-            | "assertion"
-            | "rule"
-            | "example"
-            | "document"
-            | "explain"
-            | "describe"
-            | "mention"
-            | "assert"
-    );
-    doc.then_some(DOC)
+    DOCS.contains(t).then_some(&DOC_CONNECTIVES)
 }
 
 /// Words that may stand between a negation and what it negates: "never *run* rm", "don't
 /// *ever use* `git push -f`", "instead *of*".
 fn is_filler(t: &str) -> bool {
-    matches!(
-        t,
-        "to" | "ever"
-            | "be"
-            | "the"
-            | "a"
-            | "an"
-            | "any"
-            | "just"
-            | "accidentally"
-            | "do"
-            | "you"
-            | "we"
-            | "i"
-            | "run"
-            | "runs"
-            | "running"
-            | "use"
-            | "using"
-            | "call"
-            | "calling"
-            | "invoke"
-            | "execute"
-            | "try"
-            | "trying"
-            | "allow"
-            | "let"
-            | "anyone"
-            | "anybody"
-            | "someone"
-            | "people"
-            | "users"
-            | "it"
-            | "them"
-            | "again"
-            | "of"
-            | "than"
-            | "more"
-            | "direct"
-            | "directly"
-            | "accidental"
-            | "unintended"
-    )
+    GUARD_FILLER.contains(t)
 }
 
 /// Words that switch a safeguard off: "skip the confirmation", "the guard was removed".
 fn is_disarming(t: &str) -> bool {
-    matches!(
-        t,
-        "skip"
-            | "disable"
-            | "bypass"
-            | "ignore"
-            | "remove"
-            | "drop"
-            | "override"
-            | "circumvent"
-            | "without"
-            | "no"
-            | "turn"
-            | "skipping"
-            | "disabling"
-            | "bypassing"
-            | "ignoring"
-            | "removed"
-            | "disabled"
-            | "skipped"
-            | "bypassed"
-            | "off"
-            | "gone"
-    )
+    DISARMING.contains(t)
 }
 
 /// True if the wording around the finding negates or guards it.
@@ -247,8 +70,15 @@ fn guarded(w: &Words, h: &Hit) -> bool {
     }
     let end_tok = w.token_at(h.end.saturating_sub(1)).max(i);
     let cs = w.clause_start(i);
+    negated(w, i, cs)
+        || guarded_before(w, i, cs)
+        || guarded_after(w, end_tok)
+        || (h.command && edited_out(w, i, cs, end_tok))
+}
 
-    // A negation that governs the finding directly.
+/// A negation that governs the finding at token `i` directly ("never run rm"), unless it is
+/// an idiom ("don't hesitate") or disarmed ("skip no …"); `cs` is the clause start.
+fn negated(w: &Words, i: usize, cs: usize) -> bool {
     let mut k = i;
     while k > cs {
         if w.toks[k].brk != Break::None {
@@ -257,37 +87,20 @@ fn guarded(w: &Words, h: &Hit) -> bool {
         k -= 1;
         let t = w.lower(k);
         if is_negation(t) {
-            let next = w.lower(k + 1);
-            let idiom = matches!(
-                next,
-                "hesitate"
-                    | "worry"
-                    | "bother"
-                    | "ask"
-                    | "wait"
-                    | "forget"
-                    | "mind"
-                    | "need"
-                    | "think"
-                    | "confirm"
-                    | "check"
-                    | "look"
-                    | "care"
-                    | "panic"
-                    | "overthink"
-            );
+            let idiom = IDIOMS.contains(w.lower(k + 1));
             let disarmed = k > 0 && is_disarming(w.lower(k - 1));
-            if !idiom && !disarmed {
-                return true;
-            }
-            break;
+            return !idiom && !disarmed;
         }
         if !is_filler(t) {
             break;
         }
     }
+    false
+}
 
-    // A safeguard or a test/doc framing earlier in the phrase.
+/// A safeguard or a test/doc framing earlier in the phrase: "a hook that rejects …", "a
+/// test that …".
+fn guarded_before(w: &Words, i: usize, cs: usize) -> bool {
     let mut k = i;
     let mut steps = 0;
     while k > cs && steps < 10 {
@@ -303,95 +116,47 @@ fn guarded(w: &Words, h: &Hit) -> bool {
             return true;
         }
         if let Some(connectives) = framing(t) {
-            let joined = (k + 1..(k + 3).min(i)).any(|m| connectives.contains(&w.lower(m)));
+            let joined = (k + 1..(k + 3).min(i)).any(|m| connectives.contains(w.lower(m)));
             if joined && !disarmed {
                 return true;
             }
         }
     }
+    false
+}
 
-    // A guard after the finding: "… is rejected", "… fails".
+/// A guard after the finding that ends at token `end_tok`: "… is rejected", "… fails".
+fn guarded_after(w: &Words, end_tok: usize) -> bool {
     let mut k = end_tok + 1;
     while k < w.len() && k <= end_tok + 5 {
         if w.toks[k].brk == Break::Hard {
             break;
         }
         let t = w.lower(k);
-        let passive = matches!(
-            t,
-            "rejected"
-                | "refused"
-                | "blocked"
-                | "denied"
-                | "prevented"
-                | "disallowed"
-                | "forbidden"
-                | "caught"
-                | "detected"
-                | "flagged"
-                | "aborted"
-        ) && matches!(
-            w.lower(k - 1),
-            "is" | "are" | "was" | "were" | "be" | "been" | "get" | "gets" | "always" | "now"
-        );
+        let passive = PASSIVE_GUARDS.contains(t) && PASSIVE_AUX.contains(w.lower(k - 1));
         let fails = k == end_tok + 1 && matches!(t, "fails" | "errors" | "aborts");
         if passive || fails {
             return true;
         }
         k += 1;
     }
+    false
+}
 
-    // Code being edited out: "remove the `rm -rf` call from cleanup.sh".
-    if h.command {
-        let mut k = i;
-        let mut steps = 0;
-        while k > cs && steps < 5 {
-            k -= 1;
-            steps += 1;
-            let t = w.lower(k);
-            if matches!(
-                t,
-                "remove"
-                    | "delete"
-                    | "drop"
-                    | "strip"
-                    | "replace"
-                    | "eliminate"
-                    | "rewrite"
-                    | "refactor"
-                    | "comment"
-                    | "document"
-                    | "explain"
-                    | "describe"
-            ) {
-                let after = w.lower(end_tok + 1);
-                return matches!(
-                    after,
-                    "from"
-                        | "in"
-                        | "inside"
-                        | "with"
-                        | "out"
-                        | "within"
-                        | "call"
-                        | "line"
-                        | "step"
-                        | "command"
-                        | "usage"
-                        | "calls"
-                        | "invocation"
-                        | "by"
-                        | "is"
-                        | "does"
-                        | "works"
-                ) || matches!(t, "document" | "explain" | "describe");
-            }
-            if !matches!(
-                t,
-                "the" | "a" | "an" | "that" | "this" | "each" | "every" | "any" | "out" | "all"
-            ) {
-                break;
-            }
+/// A command being edited out of code: "remove the `rm -rf` call from cleanup.sh".
+fn edited_out(w: &Words, i: usize, cs: usize, end_tok: usize) -> bool {
+    let mut k = i;
+    let mut steps = 0;
+    while k > cs && steps < 5 {
+        k -= 1;
+        steps += 1;
+        let t = w.lower(k);
+        if CODE_EDITS.contains(t) {
+            return CODE_CONTEXT.contains(w.lower(end_tok + 1))
+                || matches!(t, "document" | "explain" | "describe");
+        }
+        if !CODE_FILLER.contains(t) {
+            break;
         }
     }
     false

@@ -19,13 +19,15 @@ use super::lexicon::{
     Classes, WordSet, DETERMINERS, HEAD_BRANCH, HEAD_CHANGES, HEAD_CODE, HEAD_COLLECTION,
     HEAD_COMMITS, HEAD_COMPUTE, HEAD_DATA, HEAD_DIR, HEAD_ENTITIES, HEAD_ENV, HEAD_EVERYTHING,
     HEAD_FILES, HEAD_HISTORY, HEAD_INFRA, HEAD_LOGS, HEAD_PROCESS, HEAD_REPO, HEAD_ROWS,
-    HEAD_SCHEMA, HEAD_STORE, HEAD_TABLE, HEAD_TAGS, INTENT_BOUNDING, INTENT_DB, INTENT_DEVICES,
-    INTENT_DISCARD, INTENT_DOCS, INTENT_DOWNLOADS, INTENT_ERASE, INTENT_FORMAT, INTENT_GIT,
-    INTENT_KILL, INTENT_MASS, INTENT_NOUN_MARKERS, INTENT_OVERWRITE, INTENT_OWN_WORK,
-    INTENT_PLACE_PREPS, INTENT_REMOTE, INTENT_RESET, INTENT_RESET_TARGETS, INTENT_REWRITE,
+    HEAD_SCHEMA, HEAD_STORE, HEAD_TABLE, HEAD_TAGS, INTENT_BOUNDING, INTENT_BOUNDING_TAIL,
+    INTENT_COLLECTION_ERASERS, INTENT_COMMAND_WORDS, INTENT_DB, INTENT_DEVICES, INTENT_DISCARD,
+    INTENT_DOCS, INTENT_DOWNLOADS, INTENT_ERASE, INTENT_FORCE_FLAGS, INTENT_FORMAT, INTENT_GIT,
+    INTENT_INTO, INTENT_KILL, INTENT_MASS, INTENT_NOUN_MARKERS, INTENT_NP_SKIP, INTENT_OVERWRITE,
+    INTENT_OWN_WORK, INTENT_PIPES, INTENT_PLACE_PREPS, INTENT_PUSHES, INTENT_PUSH_STOPS,
+    INTENT_QUANTIFIERS, INTENT_REMOTE, INTENT_RESET, INTENT_RESET_TARGETS, INTENT_REWRITE,
     INTENT_SAFE, INTENT_SHARED_BRANCH, INTENT_SHARED_COMMITS, INTENT_SHARED_HISTORY,
-    INTENT_SHARED_TAGS, INTENT_SHELLS, INTENT_STRONG, INTENT_VALUABLE, INTENT_VALUABLE_DIRS,
-    PHRASE_ENDS,
+    INTENT_SHARED_TAGS, INTENT_SHELLS, INTENT_STRONG, INTENT_TABLE_ERASERS, INTENT_TEARDOWN,
+    INTENT_VALUABLE, INTENT_VALUABLE_DIRS, PHRASE_ENDS,
 };
 use super::words::{self, Break, Form, Words};
 
@@ -203,14 +205,12 @@ fn noun_phrase(w: &Words, from: usize) -> Np {
             break;
         }
         let lw = w.lower(k);
-        if matches!(lw, "all" | "every" | "entire" | "whole" | "each" | "both") {
+        if INTENT_QUANTIFIERS.contains(lw) {
             np.quant = true;
             k += 1;
             continue;
         }
-        if np.words.is_empty()
-            && (DETERMINERS.contains(lw) || matches!(lw, "also" | "even" | "just" | "too"))
-        {
+        if np.words.is_empty() && (DETERMINERS.contains(lw) || INTENT_NP_SKIP.contains(lw)) {
             k += 1;
             continue;
         }
@@ -378,7 +378,7 @@ fn special_phrase(w: &Words, i: usize, lw: &str) -> Option<String> {
     {
         return Some("fork bomb".to_string());
     }
-    if matches!(lw, "pipe" | "piping" | "pipes" | "feed" | "feeding") {
+    if INTENT_PIPES.contains(lw) {
         return pipe_to_shell(w, i);
     }
     if lw == "world-writable" || (lw == "world" && next == "writable") || lw == "777" {
@@ -399,7 +399,7 @@ fn special_phrase(w: &Words, i: usize, lw: &str) -> Option<String> {
 fn force_push(w: &Words, i: usize, lw: &str) -> Option<String> {
     let next = w.lower(i + 1);
     let same_phrase = |k: usize| k < w.len() && w.toks[k].brk == Break::None;
-    let is_push = |s: &str| matches!(s, "push" | "pushes" | "pushing" | "pushed" | "push-to");
+    let is_push = |s: &str| INTENT_PUSHES.contains(s);
     if let Some(rest) = lw
         .strip_prefix("force-")
         .or_else(|| lw.strip_prefix("force_"))
@@ -418,14 +418,10 @@ fn force_push(w: &Words, i: usize, lw: &str) -> Option<String> {
                 break;
             }
             let t = w.lower(k);
-            if matches!(t, "without" | "not" | "never" | "no" | "instead") {
+            if INTENT_PUSH_STOPS.contains(t) {
                 break;
             }
-            if matches!(
-                t,
-                "--force" | "-f" | "forcefully" | "forcibly" | "--force-with-lease" | "force"
-            ) || t.starts_with("--force")
-            {
+            if INTENT_FORCE_FLAGS.contains(t) || t.starts_with("--force") {
                 return Some("force push rewrites remote history".to_string());
             }
         }
@@ -440,7 +436,7 @@ fn pipe_to_shell(w: &Words, i: usize) -> Option<String> {
         end: w.clause_end(i),
     };
     let into_shell = (i + 1..c.end).any(|k| {
-        matches!(w.lower(k), "into" | "to" | "through" | "straight")
+        INTENT_INTO.contains(w.lower(k))
             && (k + 1..(k + 4).min(c.end)).any(|m| INTENT_SHELLS.contains(w.lower(m)))
     });
     let download = c.any(|t| INTENT_DOWNLOADS.contains(t) || t.starts_with("http"));
@@ -526,7 +522,7 @@ impl<'a> Request<'a> {
         let bounded = mods.iter().chain(tail.iter()).any(|m| is_bounding(m))
             || tail
                 .first()
-                .is_some_and(|t| matches!(*t, "older" | "newer" | "where" | "whose"));
+                .is_some_and(|t| INTENT_BOUNDING_TAIL.contains(t));
         Some(Request {
             verb,
             lemma,
@@ -568,7 +564,7 @@ impl<'a> Request<'a> {
         let names_command = self
             .mods
             .iter()
-            .any(|m| m.starts_with('-') || matches!(*m, "rm" | "sudo" | "git" | "chmod" | "chown"));
+            .any(|m| m.starts_with('-') || INTENT_COMMAND_WORDS.contains(m));
         let erases = matches!(self.verb, Verb::Strong | Verb::Erase | Verb::Discard);
         if let Some(p) = self.obj_and_place().find(|m| is_system_path(m)) {
             if !names_command && (erases || self.verb == Verb::Format) {
@@ -636,7 +632,7 @@ impl<'a> Request<'a> {
             }
             Head::Infra | Head::Store => !safe,
             Head::Env => {
-                let teardown = matches!(lemma, "tear" | "take" | "decommission" | "deprovision");
+                let teardown = INTENT_TEARDOWN.contains(lemma);
                 (self.quant || self.valuable || teardown) && !safe
             }
             Head::Compute => (self.quant || self.valuable) && !safe,
@@ -672,8 +668,7 @@ impl<'a> Request<'a> {
             }
             Head::Table => self.erases_table(),
             Head::Collection => {
-                let eraser =
-                    strong || matches!(self.lemma, "drop" | "truncate" | "empty" | "delete");
+                let eraser = strong || INTENT_COLLECTION_ERASERS.contains(self.lemma);
                 eraser && self.db_ctx() && !safe
             }
             Head::Schema => (self.db_ctx() || self.valuable || strong) && !safe,
@@ -709,11 +704,7 @@ impl<'a> Request<'a> {
             .iter()
             .take(mods.len().saturating_sub(1))
             .any(|m| m.contains('_') || m.ends_with('s') || is_valuable(m));
-        let eraser = self.verb == Verb::Strong
-            || matches!(
-                self.lemma,
-                "drop" | "truncate" | "empty" | "clear" | "delete" | "remove"
-            );
+        let eraser = self.verb == Verb::Strong || INTENT_TABLE_ERASERS.contains(self.lemma);
         let docs_ctx = self.clause.any(is_docs_word);
         eraser && (tablish || self.db_ctx() || self.quant) && !docs_ctx && !self.safe
     }

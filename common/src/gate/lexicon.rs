@@ -1,10 +1,13 @@
 //! The gate's word lists and command table, as data: `rules/words.toml` (the words prose
-//! rules look for) and `rules/commands.toml` (the command names the command judge knows, how
-//! each is judged, and the words around commands). Both are embedded at build time, parsed
-//! once on first use and checked by this module's tests, as the detection manifests are.
+//! rules look for), `rules/destructive.toml` (the words that negate or guard a destructive
+//! finding), `rules/mood.toml` (the words of reports of finished work) and
+//! `rules/commands.toml` (the command names the command judge knows, how each is judged, and
+//! the words around commands). All are embedded at build time, parsed once on first use and
+//! checked by this module's tests, as the detection manifests are.
 //!
-//! Every list the code reads is declared here ([`lists!`] below), by its key in a file; a
-//! file's list no code reads, or a declared list no file has, fails the tests. What a rule
+//! Every list the code reads is declared here ([`lists!`] below), by its key in a file, or
+//! belongs to a declared [`WordMap`] by its key's prefix; a file's list no code reads, or a
+//! declared list no file has, fails the tests. What a rule
 //! concludes from the words stays in the rule's module; only the words live in the files.
 //! [`fold_into`] is the one word normaliser every gate module uses.
 
@@ -16,6 +19,11 @@ use serde::Deserialize;
 /// The rule files compiled into the binary.
 const EMBEDDED: &[(&str, &str)] = &[
     ("rules/words.toml", include_str!("rules/words.toml")),
+    (
+        "rules/destructive.toml",
+        include_str!("rules/destructive.toml"),
+    ),
+    ("rules/mood.toml", include_str!("rules/mood.toml")),
     ("rules/commands.toml", include_str!("rules/commands.toml")),
 ];
 
@@ -60,19 +68,31 @@ impl Set {
     }
 
     fn get(&self, w: &str) -> Option<&str> {
+        self.position(w).map(|i| self.words[i].as_str())
+    }
+
+    /// Where `w` stands among the sorted words.
+    fn position(&self, w: &str) -> Option<usize> {
         if let Some((b, bit)) = shape(w) {
             if self.shapes[b] & bit == 0 {
                 return None;
             }
         }
-        self.words
-            .binary_search_by(|x| x.as_str().cmp(w))
-            .ok()
-            .map(|i| self.words[i].as_str())
+        self.words.binary_search_by(|x| x.as_str().cmp(w)).ok()
     }
 
     fn iter(&self) -> impl Iterator<Item = &str> {
         self.words.iter().map(String::as_str)
+    }
+
+    /// True if `w` starts with one of the words.
+    fn starts(&self, w: &str) -> bool {
+        self.iter().any(|p| w.starts_with(p))
+    }
+
+    /// True if `w` ends with one of the words.
+    fn ends(&self, w: &str) -> bool {
+        self.iter().any(|p| w.ends_with(p))
     }
 }
 
@@ -235,6 +255,57 @@ impl WordSet {
     pub fn contains(&self, w: &str) -> bool {
         self.set().get(w).is_some()
     }
+
+    /// True if `w` starts with one of the list's words (the list holds prefixes: "refus"
+    /// covers "refuses" and "refused").
+    pub fn starts(&self, w: &str) -> bool {
+        self.set().starts(w)
+    }
+
+    /// True if `w` ends with one of the list's words (the list holds suffixes).
+    pub fn ends(&self, w: &str) -> bool {
+        self.set().ends(w)
+    }
+}
+
+/// Words folded into another word: every list keyed `prefix` + `word` folds its words into
+/// `word` (`"repeat.synonym.config" = ["cfg", "conf"]` folds "cfg" into "config"). A word in
+/// two lists of one map fails the tests.
+pub(crate) struct WordMap {
+    prefix: &'static str,
+    /// The words, with their targets in the same order.
+    map: OnceLock<(Set, Vec<&'static str>)>,
+}
+
+impl WordMap {
+    pub const fn new(prefix: &'static str) -> Self {
+        WordMap {
+            prefix,
+            map: OnceLock::new(),
+        }
+    }
+
+    /// Every `(word, target)` pair of the map's lists, sorted by word.
+    fn pairs(&self) -> Vec<(&'static str, &'static str)> {
+        let mut pairs: Vec<(&'static str, &'static str)> = Vec::new();
+        for (key, set) in &LEXICON.lists {
+            if let Some(target) = key.strip_prefix(self.prefix) {
+                pairs.extend(set.iter().map(|w| (w, target)));
+            }
+        }
+        pairs.sort_unstable();
+        pairs
+    }
+
+    /// The word `w` folds into, if it is in the map.
+    pub fn get(&self, w: &str) -> Option<&'static str> {
+        let (set, targets) = self.map.get_or_init(|| {
+            let pairs = self.pairs();
+            let words = pairs.iter().map(|(w, _)| (*w).to_string()).collect();
+            (Set::new(words), pairs.iter().map(|(_, t)| *t).collect())
+        });
+        set.position(w).map(|i| targets[i])
+    }
 }
 
 /// Words sorted into classes by several lists (a verb's class, a head noun's kind), as one
@@ -299,6 +370,25 @@ lists! {
     REPEAT_STOP = "repeat.stop";
     REPEAT_VALUES = "repeat.values";
     REPEAT_EXTS = "repeat.exts";
+    REPEAT_ADJECTIVES = "repeat.adjectives";
+    REPEAT_ADJECTIVE_ENDINGS = "repeat.adjective_endings";
+    REPEAT_ADVERBS = "repeat.adverbs";
+    REPEAT_METHODS = "repeat.methods";
+    REPEAT_JOINERS = "repeat.joiners";
+    REPEAT_DETERMINERS = "repeat.determiners";
+    REPEAT_ACT_CREATE = "repeat.act.create";
+    REPEAT_ACT_FIX = "repeat.act.fix";
+    REPEAT_ACT_REMOVE = "repeat.act.remove";
+    REPEAT_ACT_UNDO = "repeat.act.undo";
+    REPEAT_ACT_RENAME = "repeat.act.rename";
+    REPEAT_ACT_REPLACE = "repeat.act.replace";
+    REPEAT_ACT_MODIFY = "repeat.act.modify";
+    REPEAT_ACT_TEST = "repeat.act.test";
+    REPEAT_ACT_RUN = "repeat.act.run";
+    REPEAT_ACT_DOCUMENT = "repeat.act.document";
+    REPEAT_ACT_ENABLE = "repeat.act.enable";
+    REPEAT_ACT_DISABLE = "repeat.act.disable";
+    REPEAT_ACT_RESPOND = "repeat.act.respond";
 
     // words.toml: status and too-short prompts.
     STATUS_FILLER = "status.filler";
@@ -355,6 +445,48 @@ lists! {
     INTENT_MASS = "intent.mass";
     INTENT_SHELLS = "intent.shells";
     INTENT_DOWNLOADS = "intent.downloads";
+    INTENT_QUANTIFIERS = "intent.quantifiers";
+    INTENT_NP_SKIP = "intent.np_skip";
+    INTENT_PIPES = "intent.pipes";
+    INTENT_PUSHES = "intent.pushes";
+    INTENT_PUSH_STOPS = "intent.push_stops";
+    INTENT_FORCE_FLAGS = "intent.force_flags";
+    INTENT_INTO = "intent.into";
+    INTENT_BOUNDING_TAIL = "intent.bounding_tail";
+    INTENT_COMMAND_WORDS = "intent.command_words";
+    INTENT_TEARDOWN = "intent.teardown";
+    INTENT_COLLECTION_ERASERS = "intent.collection_erasers";
+    INTENT_TABLE_ERASERS = "intent.table_erasers";
+
+    // destructive.toml: what negates or guards a finding.
+    NEGATIONS = "destructive.negations";
+    GUARD_PREFIXES = "destructive.guard_prefixes";
+    GUARDS = "destructive.guards";
+    CHECK_PREFIXES = "destructive.check_prefixes";
+    CHECKS = "destructive.checks";
+    CHECK_CONNECTIVES = "destructive.check_connectives";
+    DOCS = "destructive.docs";
+    DOC_CONNECTIVES = "destructive.doc_connectives";
+    GUARD_FILLER = "destructive.filler";
+    DISARMING = "destructive.disarming";
+    IDIOMS = "destructive.idioms";
+    PASSIVE_GUARDS = "destructive.passive_guards";
+    PASSIVE_AUX = "destructive.passive_aux";
+    CODE_EDITS = "destructive.code_edits";
+    CODE_CONTEXT = "destructive.code_context";
+    CODE_FILLER = "destructive.code_filler";
+
+    // mood.toml: reports of finished work.
+    MOOD_SUBJECTS = "mood.subjects";
+    MOOD_AUX = "mood.aux";
+    MOOD_QUESTION_OPENERS = "mood.question_openers";
+    MOOD_LEAD_INS = "mood.lead_ins";
+    MOOD_DONE = "mood.done";
+    MOOD_FINITE = "mood.finite";
+    MOOD_PASSIVE_AUX = "mood.passive_aux";
+    MOOD_MODALS = "mood.modals";
+    MOOD_DIRECTIVES = "mood.directives";
+    MOOD_CLAUSE_JOINERS = "mood.clause_joiners";
 
     // commands.toml: the words around commands.
     WRAPPERS = "commands.wrappers";
@@ -363,7 +495,20 @@ lists! {
     RM_FILLER = "commands.rm_filler";
     MIGRATION_VERBS = "commands.migration_verbs";
     MIGRATION_SCOPES = "commands.migration_scopes";
+    ARTIFACT_NAMES = "commands.artifact_names";
+    ARTIFACT_ENDINGS = "commands.artifact_endings";
+    DATA_ENDINGS = "commands.data_endings";
+    DATA_NAMES = "commands.data_names";
+    BROAD_PATHS = "commands.broad_paths";
+    TEMP_DIRS = "commands.temp_dirs";
 }
+
+/// Repeat measure: spelling variants and synonyms folded before comparison.
+pub(crate) static REPEAT_SYNONYMS: WordMap = WordMap::new("repeat.synonym.");
+
+/// Every declared map, for the tests.
+#[cfg(test)]
+const ALL_MAPS: &[&WordMap] = &[&REPEAT_SYNONYMS];
 
 #[cfg(test)]
 mod tests {
@@ -384,13 +529,40 @@ mod tests {
         for key in &declared {
             assert!(lex.list(key).is_some(), "no list `{key}` in the rule files");
         }
+        let mapped = |key: &str| ALL_MAPS.iter().any(|m| key.starts_with(m.prefix));
         for key in lex.lists.keys() {
             assert!(
-                declared.contains(key.as_str()),
+                declared.contains(key.as_str()) || mapped(key),
                 "list `{key}` is in a rule file but no code reads it"
             );
         }
         assert_eq!(declared.len(), ALL.len(), "a key is declared twice");
+    }
+
+    #[test]
+    fn every_map_has_lists_and_folds_each_word_once() {
+        for map in ALL_MAPS {
+            let pairs = map.pairs();
+            assert!(
+                !pairs.is_empty(),
+                "no list `{}…` in the rule files",
+                map.prefix
+            );
+            for two in pairs.windows(2) {
+                assert!(
+                    two[0].0 != two[1].0,
+                    "{:?} is in `{}{}` and `{}{}`",
+                    two[0].0,
+                    map.prefix,
+                    two[0].1,
+                    map.prefix,
+                    two[1].1
+                );
+            }
+            assert!(pairs.iter().all(|(_, t)| !t.is_empty()));
+            let (w, t) = pairs[0];
+            assert_eq!(map.get(w), Some(t));
+        }
     }
 
     #[test]

@@ -6,140 +6,85 @@
 //! ("The tests crash with concurrent appends; try …") and deontic statements ("Status code
 //! should be 201") are left alone.
 
+use super::lexicon::{
+    MOOD_AUX, MOOD_CLAUSE_JOINERS, MOOD_DIRECTIVES, MOOD_DONE, MOOD_FINITE, MOOD_LEAD_INS,
+    MOOD_MODALS, MOOD_PASSIVE_AUX, MOOD_QUESTION_OPENERS, MOOD_SUBJECTS,
+};
 use super::words::{self, Break, Form, Words};
 
 fn is_subject(w: &str) -> bool {
-    matches!(
-        w,
-        "i" | "we" | "i've" | "we've" | "i'd" | "we'd" | "i'm" | "we're" | "you" | "you've"
-    )
+    MOOD_SUBJECTS.contains(w)
 }
 
 fn is_aux(w: &str) -> bool {
-    matches!(
-        w,
-        "have" | "has" | "had" | "just" | "already" | "finally" | "now" | "also"
-    )
+    MOOD_AUX.contains(w)
 }
 
 /// Why the prompt is a report rather than an instruction, if it is one.
 pub(crate) fn past_report(text: &str, w: &Words) -> Option<String> {
-    if w.is_empty() || w.len() > 120 {
-        return None;
-    }
-    let trimmed = text.trim_end();
-    if trimmed.ends_with('?') {
-        return None;
-    }
-    let first = w.lower(0);
-    if matches!(
-        first,
-        "why"
-            | "what"
-            | "how"
-            | "when"
-            | "where"
-            | "which"
-            | "who"
-            | "did"
-            | "do"
-            | "does"
-            | "can"
-            | "could"
-            | "would"
-            | "will"
-            | "is"
-            | "are"
-            | "should"
-            | "please"
-    ) {
-        return None;
-    }
-    if directs_anywhere(w) {
+    if w.is_empty() || w.len() > 120 || asks_or_directs(text, w) {
         return None;
     }
     let mut k = 0;
-    while k < w.len()
-        && matches!(
-            w.lower(k),
-            "ok" | "okay"
-                | "so"
-                | "alright"
-                | "great"
-                | "good"
-                | "well"
-                | "all"
-                | "everything"
-                | "just"
-                | "finally"
-                | "already"
-                | "also"
-        )
-    {
+    while k < w.len() && MOOD_LEAD_INS.contains(w.lower(k)) {
         k += 1;
     }
+    if k < w.len() {
+        if let Some(verdict) = opening_report(w, k) {
+            return verdict;
+        }
+    }
+    passive_report(w, k)
+}
+
+/// A question, or a prompt that directs work somewhere.
+fn asks_or_directs(text: &str, w: &Words) -> bool {
+    text.trim_end().ends_with('?')
+        || MOOD_QUESTION_OPENERS.contains(w.lower(0))
+        || directs_anywhere(w)
+}
+
+fn finished(verb: &str) -> String {
+    format!("reports finished work (\"{verb}\")")
+}
+
+/// The verdict of a prompt whose first word after the openers, token `k`, decides it: "Done.",
+/// "I have updated …", "Fixed the bug"; `None` if that word decides nothing.
+fn opening_report(w: &Words, k: usize) -> Option<Option<String>> {
+    let t = w.lower(k);
     // "Done.", "All done", "Finished."
-    if k < w.len() && matches!(w.lower(k), "done" | "finished" | "completed" | "fixed") {
-        return Some(format!("reports finished work (\"{}\")", w.lower(k)));
+    if MOOD_DONE.contains(t) {
+        return Some(Some(finished(t)));
     }
     // "I have updated …", "We fixed …"
-    if k < w.len() && is_subject(w.lower(k)) {
+    if is_subject(t) {
         let mut m = k + 1;
         while m < w.len() && is_aux(w.lower(m)) {
             m += 1;
         }
-        if m < w.len() && is_past(w.lower(m)) {
-            return Some(format!("reports finished work (\"{}\")", w.lower(m)));
-        }
-        return None;
+        return Some((m < w.len() && is_past(w.lower(m))).then(|| finished(w.lower(m))));
     }
     // "Fixed the bug in parser.rs", unless the participle modifies a subject ("Cached
     // results are stale …").
-    if k < w.len() && is_past(w.lower(k)) {
-        let finite_soon = (k + 1..(k + 4).min(w.len())).any(|m| {
-            w.toks[m].brk == Break::None
-                && matches!(
-                    w.lower(m),
-                    "is" | "are"
-                        | "was"
-                        | "were"
-                        | "has"
-                        | "have"
-                        | "do"
-                        | "does"
-                        | "don't"
-                        | "never"
-                        | "should"
-                        | "must"
-                        | "will"
-                        | "can"
-                        | "keep"
-                        | "get"
-                        | "seem"
-                        | "look"
-                        | "need"
-                        | "needs"
-                )
-        });
-        if !finite_soon {
-            return Some(format!("reports finished work (\"{}\")", w.lower(k)));
-        }
-        return None;
+    if is_past(t) {
+        let finite_soon = (k + 1..(k + 4).min(w.len()))
+            .any(|m| w.toks[m].brk == Break::None && MOOD_FINITE.contains(w.lower(m)));
+        return Some((!finite_soon).then(|| finished(t)));
     }
-    // "The tests have been added.", "The bug is fixed now."
+    None
+}
+
+/// A finished state in the clause from token `k`: "The tests have been added.", "The bug is
+/// fixed now.", not "… should be fixed".
+fn passive_report(w: &Words, k: usize) -> Option<String> {
     let end = w.clause_end(k).min(k + 8);
     for m in k..end {
         let t = w.lower(m);
-        let passive = matches!(t, "been" | "is" | "are" | "was" | "were")
+        let passive = MOOD_PASSIVE_AUX.contains(t)
             && w.lower(m + 1) != "not"
             && (is_past(w.lower(m + 1)) || (w.lower(m + 1) == "now" && is_past(w.lower(m + 2))));
         if passive {
-            let modal = (k..m).any(|x| {
-                matches!(
-                    w.lower(x),
-                    "should" | "must" | "needs" | "need" | "to" | "will" | "can" | "could"
-                )
-            });
+            let modal = (k..m).any(|x| MOOD_MODALS.contains(w.lower(x)));
             if !modal {
                 return Some("reports a finished state".to_string());
             }
@@ -162,13 +107,10 @@ fn directs_anywhere(w: &Words) -> bool {
             at_clause_start = true;
         }
         let t = w.lower(i);
-        if matches!(
-            t,
-            "should" | "must" | "needs" | "need" | "please" | "let's" | "lets" | "shall" | "ought"
-        ) {
+        if MOOD_DIRECTIVES.contains(t) {
             return true;
         }
-        if matches!(t, "and" | "then" | "now" | "next" | "also" | "so" | "but") {
+        if MOOD_CLAUSE_JOINERS.contains(t) {
             at_clause_start = true;
             i += 1;
             continue;

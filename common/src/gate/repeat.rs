@@ -18,8 +18,12 @@ use super::words::is_sep_char;
 use std::sync::{Arc, Mutex};
 
 use super::lexicon::{
-    fold_into, REPEAT_EXTS as EXTS, REPEAT_LEAD as LEAD, REPEAT_STOP as STOP,
-    REPEAT_VALUES as VALUES,
+    fold_into, Classes, REPEAT_ACT_CREATE, REPEAT_ACT_DISABLE, REPEAT_ACT_DOCUMENT,
+    REPEAT_ACT_ENABLE, REPEAT_ACT_FIX, REPEAT_ACT_MODIFY, REPEAT_ACT_REMOVE, REPEAT_ACT_RENAME,
+    REPEAT_ACT_REPLACE, REPEAT_ACT_RESPOND, REPEAT_ACT_RUN, REPEAT_ACT_TEST, REPEAT_ACT_UNDO,
+    REPEAT_ADJECTIVES, REPEAT_ADJECTIVE_ENDINGS, REPEAT_ADVERBS, REPEAT_DETERMINERS,
+    REPEAT_EXTS as EXTS, REPEAT_JOINERS, REPEAT_LEAD as LEAD, REPEAT_METHODS, REPEAT_STOP as STOP,
+    REPEAT_SYNONYMS, REPEAT_VALUES as VALUES,
 };
 use super::words::{self, Form};
 
@@ -209,32 +213,25 @@ enum Act {
     Other(u64),
 }
 
+/// The verb classes of the rule files.
+static ACTS: Classes<Act> = Classes::new(&[
+    (&REPEAT_ACT_CREATE, Act::Create),
+    (&REPEAT_ACT_FIX, Act::Fix),
+    (&REPEAT_ACT_REMOVE, Act::Remove),
+    (&REPEAT_ACT_UNDO, Act::Undo),
+    (&REPEAT_ACT_RENAME, Act::Rename),
+    (&REPEAT_ACT_REPLACE, Act::Replace),
+    (&REPEAT_ACT_MODIFY, Act::Modify),
+    (&REPEAT_ACT_TEST, Act::Test),
+    (&REPEAT_ACT_RUN, Act::Run),
+    (&REPEAT_ACT_DOCUMENT, Act::Document),
+    (&REPEAT_ACT_ENABLE, Act::Enable),
+    (&REPEAT_ACT_DISABLE, Act::Disable),
+    (&REPEAT_ACT_RESPOND, Act::Respond),
+]);
+
 fn act_of(lemma: &str) -> Act {
-    match lemma {
-        "add" | "create" | "implement" | "introduce" | "build" | "write" | "generate" | "setup"
-        | "expose" | "provide" | "support" | "include" | "insert" | "scaffold" | "define" => {
-            Act::Create
-        }
-        "fix" | "resolve" | "address" | "clean" | "correct" | "repair" | "silence" | "patch"
-        | "debug" | "solve" | "tidy" => Act::Fix,
-        "remove" | "delete" | "drop" | "strip" | "eliminate" | "kill" | "purge" | "prune"
-        | "omit" => Act::Remove,
-        "revert" | "undo" | "rollback" => Act::Undo,
-        "rename" => Act::Rename,
-        "replace" | "swap" | "substitute" | "switch" | "migrate" | "convert" | "port" => {
-            Act::Replace
-        }
-        "make" | "change" | "update" | "modify" | "adjust" | "tweak" | "set" | "configure"
-        | "tune" | "use" | "move" | "refactor" | "extract" | "split" | "merge" => Act::Modify,
-        "test" | "verify" | "assert" | "cover" => Act::Test,
-        "run" | "execute" | "rerun" => Act::Run,
-        "document" | "describe" | "explain" | "comment" => Act::Document,
-        "enable" => Act::Enable,
-        "disable" => Act::Disable,
-        "return" | "respond" | "reply" | "show" | "display" | "print" | "output" | "emit"
-        | "send" | "render" => Act::Respond,
-        other => Act::Other(hash(other)),
-    }
+    ACTS.get(lemma).unwrap_or_else(|| Act::Other(hash(lemma)))
 }
 
 /// A word in imperative position whose ending makes it a verb (-ize, -ise, -ify).
@@ -266,83 +263,26 @@ fn hash(s: &str) -> u64 {
 
 /// Words shaped like adjectives: they qualify a target without naming another one.
 fn is_adjective(w: &str) -> bool {
-    const SUFFIXES: [&str; 11] = [
-        "al", "ive", "ous", "ful", "less", "able", "ible", "ic", "ish", "ary", "-rolled",
-    ];
-    (w.len() > 4 && SUFFIXES.iter().any(|s| w.ends_with(s)))
-        || matches!(
-            w,
-            "manual"
-                | "custom"
-                | "basic"
-                | "raw"
-                | "plain"
-                | "fast"
-                | "slow"
-                | "hand"
-                | "rolled"
-                | "hard"
-                | "soft"
-                | "smart"
-                | "naive"
-                | "ad"
-                | "hoc"
-                | "ugly"
-                | "messy"
-                | "broken"
-                | "coded"
-                | "based"
-                | "driven"
-                | "aware"
-                | "safe"
-                | "wide"
-                | "level"
-                | "built"
-        )
+    (w.len() > 4 && REPEAT_ADJECTIVE_ENDINGS.ends(w)) || REPEAT_ADJECTIVES.contains(w)
 }
 
 /// Adverbs: never a target.
 fn is_adverb(w: &str) -> bool {
-    matches!(
-        w,
-        "never"
-            | "always"
-            | "only"
-            | "also"
-            | "just"
-            | "again"
-            | "still"
-            | "even"
-            | "ever"
-            | "newly"
-            | "properly"
-            | "correctly"
-    )
+    REPEAT_ADVERBS.contains(w)
 }
 
 /// Spelling variants and synonyms folded before comparison.
 fn synonym(w: &str) -> Option<&'static str> {
-    Some(match w {
-        "helpful" | "clear" | "readable" | "nice" | "descriptive" | "meaningful" | "useful"
-        | "informative" | "better" => "friendly",
-        "ms" | "millis" => "millisecond",
-        "sec" | "secs" => "second",
-        "megabyte" | "megabytes" => "mb",
-        "db" => "database",
-        "repo" => "repository",
-        "configuration" | "cfg" | "conf" | "settings" => "config",
-        "env" => "environment",
-        "dir" | "folder" => "directory",
-        "fn" | "func" => "function",
-        "spec" | "testing" => "test",
-        "msg" => "message",
-        "arg" | "args" | "argument" | "param" | "params" => "parameter",
-        "option" | "switch" | "toggle" => "flag",
-        "route" => "endpoint",
-        "ci" | "pipeline" => "workflow",
-        "subcommand" | "cmd" => "command",
-        _ => return None,
-    })
+    REPEAT_SYNONYMS.get(w)
+}
+
+/// A determiner in any ASCII letter case ("the", "The").
+fn is_determiner(w: &str) -> bool {
+    if w.bytes().any(|b| b.is_ascii_uppercase()) {
+        REPEAT_DETERMINERS.contains(&w.to_ascii_lowercase())
+    } else {
+        REPEAT_DETERMINERS.contains(w)
+    }
 }
 
 /// A light stemmer: plural, -ing, -ed, -ation/-tion, final -e; synonyms folded.
@@ -691,11 +631,7 @@ impl Builder {
                 }
                 // "arrow keys move the selection": a plural subject and its verb are two
                 // phrases, not one.
-                let next_det = toks.get(k + 1).is_some_and(|n| {
-                    ["the", "a", "an", "its", "their", "this", "that"]
-                        .iter()
-                        .any(|d| n.eq_ignore_ascii_case(d))
-                });
+                let next_det = toks.get(k + 1).is_some_and(|n| is_determiner(n));
                 let subject_verb = prev.ends_with('s')
                     && !prev.ends_with("ss")
                     && words::is_base_verb(&low)
@@ -732,10 +668,7 @@ impl Builder {
             let h = self.stem_hash(raw);
             self.p.infl.push(h);
         }
-        if matches!(
-            raw,
-            "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD" | "OPTIONS"
-        ) {
+        if REPEAT_METHODS.contains(raw) {
             let t = self.add(low, Kind::Method);
             self.emit(t);
         } else if raw.starts_with('-') {
@@ -954,7 +887,7 @@ pub(crate) fn profile(text: &str) -> Profile {
             let next = text[pos..].chars().next();
             next.is_none_or(char::is_whitespace)
         };
-        let joiner = !seg.is_empty() && matches!(tok, "and" | "then" | "but" | "or");
+        let joiner = !seg.is_empty() && REPEAT_JOINERS.contains(tok);
         if joiner {
             b.segment(&seg);
             seg.clear();

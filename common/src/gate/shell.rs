@@ -259,171 +259,200 @@ impl<'a> Lexer<'a> {
 
     fn run(&mut self) {
         let text = self.text;
-        let bytes = text.as_bytes();
         let mut i = 0usize;
         while i < text.len() {
             let Some(c) = text[i..].chars().next() else {
                 break;
             };
-            let clen = c.len_utf8();
-            let next = bytes.get(i + clen).copied().map(char::from);
-            match self.quote() {
-                Quote::Single => {
-                    if c == '\'' {
-                        self.end_quote(i);
-                    } else {
-                        self.push_char(c, i);
-                    }
-                    i += clen;
-                    continue;
-                }
-                Quote::AnsiC => {
-                    if c == '\\' {
-                        if let Some(n) = text[i + 1..].chars().next() {
-                            self.push_char(n, i + 1);
-                            i += 1 + n.len_utf8();
-                            continue;
-                        }
-                    } else if c == '\'' {
-                        self.end_quote(i);
-                    } else {
-                        self.push_char(c, i);
-                    }
-                    i += clen;
-                    continue;
-                }
-                Quote::Double => {
-                    if c == '"' {
-                        self.end_quote(i);
-                        i += 1;
-                    } else if c == '\\' && matches!(next, Some('"' | '\\' | '$' | '`' | '\n')) {
-                        if next != Some('\n') {
-                            self.push_char(next.unwrap_or('\\'), i + 1);
-                        }
-                        i += 2;
-                    } else if c == '$' && next == Some('(') {
-                        self.open(Kind::Dollar, Some(i), i + 2);
-                        i += 2;
-                    } else if c == '`' {
-                        self.open(Kind::Backtick, Some(i), i + 1);
-                        i += 1;
-                    } else {
-                        self.push_char(c, i);
-                        i += clen;
-                    }
-                    continue;
-                }
-                Quote::None => {}
-            }
-            let prev_alnum = text[..i]
-                .chars()
-                .next_back()
-                .is_some_and(|p| p.is_alphanumeric());
-            match c {
-                '\n' => {
-                    self.end_command(Link::Seq);
-                    i += 1;
-                }
-                c if c.is_whitespace() => {
-                    self.finish_word();
-                    i += clen;
-                }
-                '\\' => match text[i + 1..].chars().next() {
-                    Some('\n') => i += 2,
-                    Some(n) => {
-                        self.push_char(n, i + 1);
-                        i += 1 + n.len_utf8();
-                    }
-                    None => i += 1,
-                },
-                // A quote glued to a letter is an apostrophe ("don't") or obfuscation
-                // (`r'm'`); the judge strips quote characters from words either way.
-                '\'' if !prev_alnum => {
-                    self.set_quote(Quote::Single, i + 1);
-                    i += 1;
-                }
-                '"' if !prev_alnum => {
-                    self.set_quote(Quote::Double, i + 1);
-                    i += 1;
-                }
-                '$' if next == Some('\'') => {
-                    self.set_quote(Quote::AnsiC, i + 2);
-                    i += 2;
-                }
-                '$' if next == Some('(') => {
-                    self.open(Kind::Dollar, Some(i), i + 2);
-                    i += 2;
-                }
-                '`' => {
-                    let run = bytes[i..].iter().take_while(|&&b| b == b'`').count();
-                    if run >= 2 {
-                        if self.top_kind() == Kind::Fence(run) {
-                            self.close(i);
-                        } else {
-                            self.finish_word();
-                            self.open(Kind::Fence(run), None, i + run);
-                        }
-                    } else if self.top_kind() == Kind::Backtick {
-                        self.close(i);
-                    } else {
-                        self.open(Kind::Backtick, Some(i), i + 1);
-                    }
-                    i += run;
-                }
-                '(' => {
-                    self.finish_word();
-                    self.open(Kind::Paren, None, i + 1);
-                    i += 1;
-                }
-                ')' => {
-                    if matches!(self.top_kind(), Kind::Dollar | Kind::ProcSub | Kind::Paren) {
-                        self.close(i);
-                    } else {
-                        self.end_command(Link::Seq);
-                    }
-                    i += 1;
-                }
-                ';' => {
-                    self.end_command(Link::Seq);
-                    i += if next == Some(';') { 2 } else { 1 };
-                }
-                '&' => {
-                    if next == Some('&') {
-                        self.end_command(Link::And);
-                        i += 2;
-                    } else if next == Some('>') {
-                        i += self.redirect(i);
-                    } else {
-                        self.end_command(Link::Seq);
-                        i += 1;
-                    }
-                }
-                '|' => {
-                    if next == Some('|') {
-                        self.end_command(Link::Or);
-                        i += 2;
-                    } else {
-                        self.end_command(Link::Pipe);
-                        i += if next == Some('&') { 2 } else { 1 };
-                    }
-                }
-                '<' | '>' if next == Some('(') => {
-                    self.finish_word();
-                    self.open(Kind::ProcSub, Some(i), i + 2);
-                    i += 2;
-                }
-                '<' | '>' => {
-                    i += self.redirect(i);
-                }
-                _ => {
-                    self.push_char(c, i);
-                    i += clen;
-                }
-            }
+            let next = text
+                .as_bytes()
+                .get(i + c.len_utf8())
+                .copied()
+                .map(char::from);
+            i += match self.quote() {
+                Quote::Single => self.in_single(c, i),
+                Quote::AnsiC => self.in_ansi_c(c, i),
+                Quote::Double => self.in_double(c, next, i),
+                Quote::None => self.unquoted(c, next, i),
+            };
         }
         while !self.stack.is_empty() {
             self.close(text.len());
         }
+    }
+
+    /// Lexes character `c` at `i` inside single quotes; returns the bytes it took.
+    fn in_single(&mut self, c: char, i: usize) -> usize {
+        if c == '\'' {
+            self.end_quote(i);
+        } else {
+            self.push_char(c, i);
+        }
+        c.len_utf8()
+    }
+
+    /// Lexes character `c` at `i` inside `$'…'`; returns the bytes it took.
+    fn in_ansi_c(&mut self, c: char, i: usize) -> usize {
+        if c == '\\' {
+            if let Some(n) = self.text[i + 1..].chars().next() {
+                self.push_char(n, i + 1);
+                return 1 + n.len_utf8();
+            }
+        } else if c == '\'' {
+            self.end_quote(i);
+        } else {
+            self.push_char(c, i);
+        }
+        c.len_utf8()
+    }
+
+    /// Lexes character `c` at `i` inside double quotes; returns the bytes it took.
+    fn in_double(&mut self, c: char, next: Option<char>, i: usize) -> usize {
+        if c == '"' {
+            self.end_quote(i);
+            1
+        } else if c == '\\' && matches!(next, Some('"' | '\\' | '$' | '`' | '\n')) {
+            if next != Some('\n') {
+                self.push_char(next.unwrap_or('\\'), i + 1);
+            }
+            2
+        } else if c == '$' && next == Some('(') {
+            self.open(Kind::Dollar, Some(i), i + 2);
+            2
+        } else if c == '`' {
+            self.open(Kind::Backtick, Some(i), i + 1);
+            1
+        } else {
+            self.push_char(c, i);
+            c.len_utf8()
+        }
+    }
+
+    /// Lexes character `c` at `i` outside quotes; returns the bytes it took.
+    fn unquoted(&mut self, c: char, next: Option<char>, i: usize) -> usize {
+        let text = self.text;
+        let prev_alnum = text[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|p| p.is_alphanumeric());
+        match c {
+            '\n' => {
+                self.end_command(Link::Seq);
+                1
+            }
+            c if c.is_whitespace() => {
+                self.finish_word();
+                c.len_utf8()
+            }
+            '\\' => match text[i + 1..].chars().next() {
+                Some('\n') => 2,
+                Some(n) => {
+                    self.push_char(n, i + 1);
+                    1 + n.len_utf8()
+                }
+                None => 1,
+            },
+            // A quote glued to a letter is an apostrophe ("don't") or obfuscation
+            // (`r'm'`); the judge strips quote characters from words either way.
+            '\'' if !prev_alnum => {
+                self.set_quote(Quote::Single, i + 1);
+                1
+            }
+            '"' if !prev_alnum => {
+                self.set_quote(Quote::Double, i + 1);
+                1
+            }
+            '$' if next == Some('\'') => {
+                self.set_quote(Quote::AnsiC, i + 2);
+                2
+            }
+            '$' if next == Some('(') => {
+                self.open(Kind::Dollar, Some(i), i + 2);
+                2
+            }
+            '`' => self.backticks(i),
+            _ => self.operator(c, next, i).unwrap_or_else(|| {
+                self.push_char(c, i);
+                c.len_utf8()
+            }),
+        }
+    }
+
+    /// Lexes a run of backticks at `i`: a code fence, or a command substitution's start or
+    /// end; returns the run's length.
+    fn backticks(&mut self, i: usize) -> usize {
+        let run = self.text.as_bytes()[i..]
+            .iter()
+            .take_while(|&&b| b == b'`')
+            .count();
+        if run >= 2 {
+            if self.top_kind() == Kind::Fence(run) {
+                self.close(i);
+            } else {
+                self.finish_word();
+                self.open(Kind::Fence(run), None, i + run);
+            }
+        } else if self.top_kind() == Kind::Backtick {
+            self.close(i);
+        } else {
+            self.open(Kind::Backtick, Some(i), i + 1);
+        }
+        run
+    }
+
+    /// Lexes a control or redirection operator at `i`, if `c` starts one; returns its length.
+    fn operator(&mut self, c: char, next: Option<char>, i: usize) -> Option<usize> {
+        Some(match (c, next) {
+            ('(', _) => {
+                self.finish_word();
+                self.open(Kind::Paren, None, i + 1);
+                1
+            }
+            (')', _) => {
+                if matches!(self.top_kind(), Kind::Dollar | Kind::ProcSub | Kind::Paren) {
+                    self.close(i);
+                } else {
+                    self.end_command(Link::Seq);
+                }
+                1
+            }
+            (';', _) => {
+                self.end_command(Link::Seq);
+                if next == Some(';') {
+                    2
+                } else {
+                    1
+                }
+            }
+            ('&', Some('&')) => {
+                self.end_command(Link::And);
+                2
+            }
+            ('&', Some('>')) => self.redirect(i),
+            ('&', _) => {
+                self.end_command(Link::Seq);
+                1
+            }
+            ('|', Some('|')) => {
+                self.end_command(Link::Or);
+                2
+            }
+            ('|', _) => {
+                self.end_command(Link::Pipe);
+                if next == Some('&') {
+                    2
+                } else {
+                    1
+                }
+            }
+            ('<' | '>', Some('(')) => {
+                self.finish_word();
+                self.open(Kind::ProcSub, Some(i), i + 2);
+                2
+            }
+            ('<' | '>', _) => self.redirect(i),
+            _ => return None,
+        })
     }
 
     /// Lexes a redirection operator at `i`; returns its length.
