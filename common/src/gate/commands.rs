@@ -18,8 +18,12 @@ use std::sync::LazyLock;
 
 use super::lexicon::{
     fold, lexicon, CommandSpec, ARG_ENDERS, ARTIFACT_ENDINGS, ARTIFACT_NAMES, BROAD_PATHS,
-    DATA_ENDINGS, DATA_NAMES, MIGRATION_SCOPES, MIGRATION_VERBS, OWN_SUBCOMMANDS, RM_FILLER,
-    TEMP_DIRS, WRAPPERS,
+    DATA_ENDINGS, DATA_NAMES, DISK_DEVICES, DOCKER_MASS_OPS, DOWNLOADERS, DOWNLOADERS_ANY_CASE,
+    EVAL_OPTIONS, FIND_EXEC, FIND_PATTERNS, GIT_RM_BROAD, GIT_VALUE_OPTIONS, KUBECTL_WIDE_KINDS,
+    LOOP_WORDS, MIGRATION_SCOPES, MIGRATION_VERBS, OPEN_MODES, OUTPUT_OPTIONS, OWN_SUBCOMMANDS,
+    RM_FILLER, ROOT_PATHS, SHARED_BRANCHES, SHELLS, SQL_DROP_OBJECTS, STATEMENT_KEYWORDS,
+    STATEMENT_TAILS, SUBCOMMAND_NAMES, SYSTEM_DIRS, SYSTEM_PATHS, TEMP_DIRS, TREE_DELETERS,
+    WRAPPERS,
 };
 
 /// One destructive finding and where it is (byte range in the top-level text).
@@ -235,7 +239,7 @@ fn judge_command(
         let fresh = budget > 0 || !judged.contains(&name);
         // `docker rm -f web`, `npm rm -g x`: the tool's own subcommand, judged by its rule.
         let subcommand = i > 0
-            && matches!(name, "rm" | "kill" | "mv" | "find" | "truncate")
+            && SUBCOMMAND_NAMES.contains(name)
             && has_own_subcommands(basename(&words[i - 1]));
         if !name.is_empty() && fresh && !subcommand && may_judge(name) {
             budget = budget.saturating_sub(1);
@@ -685,7 +689,7 @@ fn git_subcommand(args: &[&str]) -> usize {
     let mut i = 0;
     while i < args.len() {
         let a = args[i];
-        if matches!(a, "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace") {
+        if GIT_VALUE_OPTIONS.contains(a) {
             i += 2;
         } else if a.starts_with('-') {
             i += 1;
@@ -721,10 +725,7 @@ fn git_branch(o: &Opts<'_>) -> Option<&'static str> {
         o.short('D') || ((o.short('d') || o.long("delete")) && (o.short('f') || o.long("force")));
     let shared = o.operands().iter().any(|b| {
         let b = b.trim_start_matches("origin/");
-        matches!(
-            b,
-            "main" | "master" | "trunk" | "develop" | "production" | "prod"
-        ) || b.starts_with("release")
+        SHARED_BRANCHES.contains(b) || b.starts_with("release")
     });
     (force_delete && shared).then_some("git branch -D deletes a shared branch")
 }
@@ -770,10 +771,7 @@ fn git(args: &[&str]) -> Option<String> {
             .then_some("git gc --prune=now destroys unreachable commits"),
         "update-ref" => o.short('d').then_some("git update-ref -d deletes a ref"),
         "rm" => {
-            let broad = o
-                .operands()
-                .iter()
-                .any(|p| matches!(*p, "." | "*" | "/" | ":/"));
+            let broad = o.operands().iter().any(|p| GIT_RM_BROAD.contains(p));
             ((o.short('r') || o.short('f')) && broad && !o.long("cached"))
                 .then_some("git rm deletes the whole tree")
         }
@@ -794,12 +792,7 @@ fn is_disk_device(t: &str) -> bool {
     let Some(dev) = t.strip_prefix("/dev/") else {
         return false;
     };
-    [
-        "sd", "hd", "vd", "xvd", "nvme", "disk", "rdisk", "mmcblk", "md", "dm-", "mapper/", "loop",
-        "sr",
-    ]
-    .iter()
-    .any(|p| dev.starts_with(p))
+    DISK_DEVICES.starts(dev)
 }
 
 fn perms(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
@@ -809,25 +802,10 @@ fn perms(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
         Some((s, t)) => (*s, t),
         None => return None,
     };
-    let wide_open = matches!(
-        spec,
-        "777"
-            | "0777"
-            | "666"
-            | "0666"
-            | "000"
-            | "0000"
-            | "a+rwx"
-            | "ugo+rwx"
-            | "a=rwx"
-            | "o+w"
-            | "a+w"
-            | "go+w"
-            | "+rwx"
-    );
+    let wide_open = OPEN_MODES.contains(spec);
     let root = targets.iter().find(|t| is_system_or_home(t));
     if let Some(t) = root {
-        if recursive || matches!(*t, "/" | "~" | "~/" | "$HOME") {
+        if recursive || ROOT_PATHS.contains(t) {
             return Some(format!("mass {} of {t}", c.name));
         }
     }
@@ -846,25 +824,7 @@ pub(crate) fn is_system_path(t: &str) -> bool {
     if is_system_or_home(t) {
         return true;
     }
-    let under = t.starts_with("~/")
-        || t.starts_with("$HOME/")
-        || [
-            "/etc/",
-            "/usr/",
-            "/var/",
-            "/home/",
-            "/opt/",
-            "/bin/",
-            "/sbin/",
-            "/lib/",
-            "/mnt/",
-            "/root/",
-            "/boot/",
-            "/srv/",
-            "/private/",
-        ]
-        .iter()
-        .any(|p| t.starts_with(p));
+    let under = t.starts_with("~/") || t.starts_with("$HOME/") || SYSTEM_DIRS.starts(t);
     under && !is_trivial(t)
 }
 
@@ -876,34 +836,9 @@ fn is_system_or_home(t: &str) -> bool {
     } else {
         t
     };
-    matches!(
-        t,
-        "/" | ""
-            | "~"
-            | "$HOME"
-            | "${HOME}"
-            | "/home"
-            | "/Users"
-            | "/root"
-            | "/etc"
-            | "/usr"
-            | "/usr/local"
-            | "/var"
-            | "/bin"
-            | "/sbin"
-            | "/lib"
-            | "/lib64"
-            | "/opt"
-            | "/boot"
-            | "/dev"
-            | "/System"
-            | "/Library"
-            | "/Applications"
-            | "/private"
-            | "/srv"
-            | "/mnt"
-            | "/Volumes"
-    ) || t.starts_with("/home/") && t.matches('/').count() == 2
+    t.is_empty()
+        || SYSTEM_PATHS.contains(t)
+        || t.starts_with("/home/") && t.matches('/').count() == 2
         || t.starts_with("/Users/") && t.matches('/').count() == 2
 }
 
@@ -926,8 +861,7 @@ fn kill(c: &Call<'_>) -> Option<String> {
 fn find(args: &[&str]) -> Option<String> {
     let deletes = args.contains(&"-delete")
         || args.windows(2).any(|w| {
-            matches!(w[0], "-exec" | "-execdir" | "-ok" | "-okdir")
-                && matches!(basename(w[1]), "rm" | "shred" | "unlink")
+            FIND_EXEC.contains(w[0]) && matches!(basename(w[1]), "rm" | "shred" | "unlink")
         });
     if !deletes {
         return None;
@@ -939,7 +873,7 @@ fn find(args: &[&str]) -> Option<String> {
         .collect();
     let patterns: Vec<&str> = args
         .windows(2)
-        .filter(|w| matches!(w[0], "-name" | "-iname" | "-path" | "-ipath"))
+        .filter(|w| FIND_PATTERNS.contains(w[0]))
         .map(|w| w[1])
         .collect();
     let root_ok = roots
@@ -990,28 +924,9 @@ fn kubectl(args: &[&str], o: &Opts<'_>) -> Option<String> {
     if !o.has("delete") {
         return None;
     }
-    let kinds = [
-        "ns",
-        "namespace",
-        "namespaces",
-        "all",
-        "pv",
-        "pvc",
-        "persistentvolume",
-        "persistentvolumes",
-        "persistentvolumeclaim",
-        "persistentvolumeclaims",
-        "node",
-        "nodes",
-        "no",
-        "crd",
-        "crds",
-        "customresourcedefinition",
-        "customresourcedefinitions",
-    ];
     let wide = args.iter().any(|a| {
         let kind = a.split(['/', ',']).next().unwrap_or(a);
-        kinds.contains(&kind)
+        KUBECTL_WIDE_KINDS.contains(kind)
     }) || o.long("all")
         || o.long("all-namespaces")
         || o.short('A');
@@ -1040,7 +955,7 @@ fn docker(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
     if compose && has("down") && (o.short('v') || o.long("volumes") || o.long("rmi")) {
         return Some("docker compose down -v deletes the volumes".to_string());
     }
-    let mass_op = ["rm", "rmi", "kill", "stop"].iter().any(|w| has(w));
+    let mass_op = DOCKER_MASS_OPS.iter().any(has);
     let listed = c
         .sub_names
         .iter()
@@ -1086,31 +1001,14 @@ fn interpreter(c: &Call<'_>) -> Option<String> {
     let payload = c
         .raw_args
         .windows(2)
-        .find(|w| matches!(w[0], "-c" | "-e" | "-E" | "--eval" | "-r" | "-p" | "eval"))
+        .find(|w| EVAL_OPTIONS.contains(w[0]))
         .map(|w| w[1])?;
     let p = payload.to_ascii_lowercase();
-    let looping = ["while", "loop", "for(;;)", "for (;;)", "until", "repeat"]
-        .iter()
-        .any(|k| p.contains(k));
+    let looping = LOOP_WORDS.iter().any(|k| p.contains(k));
     if p.contains("fork") && looping {
         return Some(format!("{} fork bomb", c.name));
     }
-    let deletes_tree = [
-        "rmtree",
-        "rm_rf",
-        "rm_r(",
-        "remove_dir_all",
-        "removeall",
-        "rmsync",
-        "rmdirsync",
-        "fs.rm(",
-        "fileutils.rm",
-        "directory.delete",
-        "removedirs",
-        "unlink_r",
-    ]
-    .iter()
-    .any(|k| p.contains(k));
+    let deletes_tree = TREE_DELETERS.iter().any(|k| p.contains(k));
     if deletes_tree {
         let literals = string_literals(payload);
         if literals.is_empty() || literals.iter().any(|l| !is_trivial(l)) {
@@ -1236,41 +1134,16 @@ fn push_cmd_hit(cmds: &[Command], k: usize, base: usize, detail: &str, hits: &mu
 fn is_download(words: &[String]) -> bool {
     command_positions(words).any(|i| {
         let n = basename(&words[i]);
-        matches!(
-            n,
-            "curl" | "wget" | "fetch" | "aria2c" | "http" | "https" | "xh"
-        ) || n.eq_ignore_ascii_case("iwr")
-            || n.eq_ignore_ascii_case("irm")
-            || n.eq_ignore_ascii_case("invoke-webrequest")
-            || n.eq_ignore_ascii_case("invoke-restmethod")
+        DOWNLOADERS.contains(n)
+            || DOWNLOADERS_ANY_CASE
+                .iter()
+                .any(|d| n.eq_ignore_ascii_case(d))
     })
 }
 
 fn is_shell_name(n: &str) -> bool {
-    matches!(
-        n,
-        "sh" | "bash"
-            | "zsh"
-            | "dash"
-            | "ksh"
-            | "fish"
-            | "csh"
-            | "tcsh"
-            | "ash"
-            | "python"
-            | "python2"
-            | "python3"
-            | "perl"
-            | "ruby"
-            | "node"
-            | "nodejs"
-            | "php"
-            | "pwsh"
-            | "powershell"
-            | "source"
-            | "."
-            | "eval"
-    ) || n.eq_ignore_ascii_case("iex")
+    SHELLS.contains(n)
+        || n.eq_ignore_ascii_case("iex")
         || n.eq_ignore_ascii_case("invoke-expression")
 }
 
@@ -1315,7 +1188,7 @@ fn saved_file(words: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     let mut url = None;
     for (i, w) in words.iter().enumerate() {
-        if matches!(w.as_str(), "-o" | "--output" | "-O" | "--output-document") {
+        if OUTPUT_OPTIONS.contains(w) {
             if let Some(f) = words.get(i + 1) {
                 if f != "-" && !f.starts_with("http") {
                     out.push(f.trim_start_matches("./").to_string());
@@ -1493,9 +1366,7 @@ fn fork_bomb(text: &str, hits: &mut Vec<Hit>) {
 fn statements(text: &str, base: usize, code: bool, hits: &mut Vec<Hit>) {
     // Most texts hold none of the keywords: one lower-cased copy answers that cheaply.
     let lower = text.to_ascii_lowercase();
-    let keyword = ["drop", "trunc", "delete", "update", "flush", "remove("]
-        .iter()
-        .any(|k| lower.contains(k));
+    let keyword = STATEMENT_KEYWORDS.iter().any(|k| lower.contains(k));
     if !keyword || mongo_calls(text, &lower, base, hits) {
         return;
     }
@@ -1545,7 +1416,7 @@ fn sql_statement(toks: &[(usize, &str)], k: usize, code: bool) -> Option<String>
     match w.as_str() {
         "FLUSHALL" | "FLUSHDB" => Some("deletes every Redis key".to_string()),
         "DROP" => match next {
-            Some("TABLE" | "DATABASE" | "SCHEMA" | "COLLECTION" | "KEYSPACE" | "OWNED") => {
+            Some(n) if SQL_DROP_OBJECTS.contains(n) => {
                 let obj = next.unwrap_or("").to_ascii_lowercase();
                 statement_shaped(toks, k + 2, code).then(|| format!("SQL DROP {obj}"))
             }
@@ -1646,13 +1517,7 @@ fn statement_shaped(toks: &[(usize, &str)], obj: usize, code: bool) -> bool {
     }
     match toks.get(k + 1) {
         None => true,
-        Some(t) => {
-            t.1 == ";"
-                || matches!(
-                    t.1.to_ascii_uppercase().as_str(),
-                    "CASCADE" | "RESTRICT" | "WHERE" | "SET"
-                )
-        }
+        Some(t) => t.1 == ";" || STATEMENT_TAILS.contains(&t.1.to_ascii_uppercase()),
     }
 }
 

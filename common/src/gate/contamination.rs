@@ -5,54 +5,12 @@
 //! for those only the path counts. When another session shares this one's name or path,
 //! naming it says nothing.
 
+use super::lexicon::GENERIC_PROJECTS;
 use super::OtherSession;
 
 /// Project names too generic to identify a session.
 fn generic(name: &str) -> bool {
-    matches!(
-        name,
-        "api"
-            | "app"
-            | "apps"
-            | "web"
-            | "www"
-            | "site"
-            | "cli"
-            | "core"
-            | "server"
-            | "client"
-            | "backend"
-            | "frontend"
-            | "lib"
-            | "common"
-            | "utils"
-            | "util"
-            | "test"
-            | "tests"
-            | "docs"
-            | "bot"
-            | "service"
-            | "data"
-            | "tools"
-            | "tool"
-            | "main"
-            | "src"
-            | "project"
-            | "demo"
-            | "example"
-            | "logging"
-            | "config"
-            | "ui"
-            | "db"
-            | "infra"
-            | "mobile"
-            | "ios"
-            | "android"
-            | "admin"
-            | "dashboard"
-            | "worker"
-            | "scripts"
-    )
+    GENERIC_PROJECTS.contains(name)
 }
 
 /// True if `needle` occurs in `hay` (both lower case) bounded by non-word characters.

@@ -50,13 +50,16 @@ pub(crate) fn fold(s: &str) -> String {
 #[derive(Debug)]
 struct Set {
     words: Vec<String>,
+    /// The words in the order the file lists them.
+    written: Vec<String>,
     /// Bit `len` of entry `b`: some word starts with ASCII byte `b` and is `len` bytes long
     /// (lengths over 31 share bit 31).
     shapes: [u32; 128],
 }
 
 impl Set {
-    fn new(mut words: Vec<String>) -> Set {
+    fn new(written: Vec<String>) -> Set {
+        let mut words = written.clone();
         words.sort_unstable();
         let mut shapes = [0u32; 128];
         for w in &words {
@@ -64,7 +67,11 @@ impl Set {
                 shapes[bit.0] |= bit.1;
             }
         }
-        Set { words, shapes }
+        Set {
+            words,
+            written,
+            shapes,
+        }
     }
 
     fn get(&self, w: &str) -> Option<&str> {
@@ -266,6 +273,11 @@ impl WordSet {
     pub fn ends(&self, w: &str) -> bool {
         self.set().ends(w)
     }
+
+    /// The list's words in the order the file lists them.
+    pub fn iter(&self) -> impl Iterator<Item = &'static str> {
+        self.set().written.iter().map(String::as_str)
+    }
 }
 
 /// Words folded into another word: every list keyed `prefix` + `word` folds its words into
@@ -393,6 +405,23 @@ lists! {
     // words.toml: status and too-short prompts.
     STATUS_FILLER = "status.filler";
     STATUS_REPORT_VERBS = "status.report_verbs";
+    STATUS_REPORT_WORDS = "status.report_words";
+    STATUS_COMPOUNDS = "status.status_compounds";
+    PROGRESS_COMPOUNDS = "status.progress_compounds";
+    /// Phrases, words separated by one space, in the order they are tried.
+    STATUS_PHRASES = "status.phrases";
+    STATUS_AFTER = "status.status_after";
+    REPORT_NOUNS = "status.report_nouns";
+    REPORT_OPENERS = "status.report_openers";
+    UPDATE_OPENERS = "status.update_openers";
+    SUMMARY_WORDS = "status.summary_words";
+    SUMMARY_TOPICS = "status.summary_topics";
+    DONE_WORDS = "status.done_words";
+    DONE_OPENERS = "status.done_openers";
+    STATUS_JOINERS = "status.joiners";
+
+    // words.toml: cross-contamination.
+    GENERIC_PROJECTS = "contamination.generic";
 
     // words.toml: destructive requests in words.
     INTENT_STRONG = "intent.verb.strong";
@@ -457,6 +486,8 @@ lists! {
     INTENT_TEARDOWN = "intent.teardown";
     INTENT_COLLECTION_ERASERS = "intent.collection_erasers";
     INTENT_TABLE_ERASERS = "intent.table_erasers";
+    INTENT_DOWN_VERBS = "intent.down_verbs";
+    INTENT_PARTICLES = "intent.particles";
 
     // destructive.toml: what negates or guards a finding.
     NEGATIONS = "destructive.negations";
@@ -501,14 +532,43 @@ lists! {
     DATA_NAMES = "commands.data_names";
     BROAD_PATHS = "commands.broad_paths";
     TEMP_DIRS = "commands.temp_dirs";
+    SUBCOMMAND_NAMES = "commands.subcommand_names";
+    GIT_VALUE_OPTIONS = "commands.git_value_options";
+    SHARED_BRANCHES = "commands.shared_branches";
+    GIT_RM_BROAD = "commands.git_rm_broad";
+    DISK_DEVICES = "commands.disk_devices";
+    OPEN_MODES = "commands.open_modes";
+    ROOT_PATHS = "commands.root_paths";
+    SYSTEM_DIRS = "commands.system_dirs";
+    SYSTEM_PATHS = "commands.system_paths";
+    FIND_EXEC = "commands.find_exec";
+    FIND_PATTERNS = "commands.find_patterns";
+    KUBECTL_WIDE_KINDS = "commands.kubectl_wide_kinds";
+    DOCKER_MASS_OPS = "commands.docker_mass_ops";
+    EVAL_OPTIONS = "commands.eval_options";
+    LOOP_WORDS = "commands.loop_words";
+    TREE_DELETERS = "commands.tree_deleters";
+    DOWNLOADERS = "commands.downloaders";
+    DOWNLOADERS_ANY_CASE = "commands.downloaders_any_case";
+    SHELLS = "commands.shells";
+    OUTPUT_OPTIONS = "commands.output_options";
+    STATEMENT_KEYWORDS = "commands.statement_keywords";
+    SQL_DROP_OBJECTS = "commands.sql_drop_objects";
+    STATEMENT_TAILS = "commands.statement_tails";
 }
 
 /// Repeat measure: spelling variants and synonyms folded before comparison.
 pub(crate) static REPEAT_SYNONYMS: WordMap = WordMap::new("repeat.synonym.");
 
+/// Irregular past forms and participles folded into their base form.
+pub(crate) static IRREGULAR_PAST: WordMap = WordMap::new("irregular.");
+
+/// Status: contraction endings folded into the word they stand for ("'s" reads as "is").
+pub(crate) static CONTRACTIONS: WordMap = WordMap::new("status.contraction.");
+
 /// Every declared map, for the tests.
 #[cfg(test)]
-const ALL_MAPS: &[&WordMap] = &[&REPEAT_SYNONYMS];
+const ALL_MAPS: &[&WordMap] = &[&REPEAT_SYNONYMS, &IRREGULAR_PAST, &CONTRACTIONS];
 
 #[cfg(test)]
 mod tests {

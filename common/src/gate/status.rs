@@ -5,7 +5,14 @@
 //! should be 201" and "Run git status, then commit the staged changes" direct work. The rule
 //! is: some report request, and no clause that directs work.
 
-use super::lexicon::{fold, LEAD_INS, STATUS_FILLER, STATUS_REPORT_VERBS, STOPWORDS};
+use std::sync::LazyLock;
+
+use super::lexicon::{
+    fold, CONTRACTIONS, DONE_OPENERS, DONE_WORDS, LEAD_INS, PROGRESS_COMPOUNDS, REPORT_NOUNS,
+    REPORT_OPENERS, STATUS_AFTER, STATUS_COMPOUNDS, STATUS_FILLER, STATUS_JOINERS, STATUS_PHRASES,
+    STATUS_REPORT_VERBS, STATUS_REPORT_WORDS, STOPWORDS, SUMMARY_TOPICS, SUMMARY_WORDS,
+    UPDATE_OPENERS,
+};
 use super::words::{self, Break, Words};
 
 /// Characters that render as nothing.
@@ -71,220 +78,25 @@ fn is_report_verb(w: &str) -> bool {
 
 /// Words a report request is made of; they do not count as the content of real work.
 fn is_report_word(w: &str) -> bool {
-    matches!(
-        w,
-        "status"
-            | "progress"
-            | "update"
-            | "updates"
-            | "report"
-            | "summary"
-            | "far"
-            | "along"
-            | "done"
-            | "finished"
-            | "left"
-            | "pending"
-            | "remaining"
-            | "eta"
-            | "git"
-            | "current"
-            | "overall"
-            | "latest"
-            | "quick"
-            | "brief"
-            | "short"
-            | "output"
-            | "results"
-            | "result"
-            | "state"
-            | "work"
-            | "task"
-            | "tasks"
-            | "project"
-            | "things"
-            | "everything"
-            | "me"
-            | "us"
-            | "know"
-            | "where"
-            | "what"
-            | "how"
-            | "when"
-            | "whether"
-            | "completed"
-            | "complete"
-            | "ready"
-            | "happened"
-            | "changed"
-            | "again"
-            | "rundown"
-            | "recap"
-            | "overview"
-            | "news"
-            | "stand"
-            | "stands"
-            | "going"
-            | "doing"
-            | "happening"
-            | "looking"
-            | "now"
-            | "back"
-            | "yet"
-    )
+    STATUS_REPORT_WORDS.contains(w)
 }
 
 /// Nouns that make "status" part of a thing to build: status code, status bar.
 fn status_compound(w: &str) -> bool {
-    matches!(
-        w,
-        "code"
-            | "codes"
-            | "bar"
-            | "bars"
-            | "line"
-            | "field"
-            | "fields"
-            | "column"
-            | "enum"
-            | "page"
-            | "badge"
-            | "icon"
-            | "indicator"
-            | "message"
-            | "messages"
-            | "text"
-            | "endpoint"
-            | "route"
-            | "handler"
-            | "effect"
-            | "flag"
-            | "value"
-            | "values"
-            | "variable"
-            | "type"
-            | "property"
-            | "attribute"
-            | "label"
-            | "panel"
-            | "widget"
-            | "light"
-            | "cell"
-            | "filter"
-            | "transition"
-            | "transitions"
-            | "machine"
-            | "checks"
-            | "colour"
-            | "color"
-            | "api"
-            | "pill"
-            | "history"
-            | "changes"
-            | "mapping"
-            | "model"
-            | "struct"
-            | "class"
-            | "component"
-            | "emoji"
-            | "dot"
-            | "chip"
-            | "view"
-    )
+    STATUS_COMPOUNDS.contains(w)
 }
 
 fn progress_compound(w: &str) -> bool {
-    matches!(
-        w,
-        "bar"
-            | "bars"
-            | "indicator"
-            | "indicators"
-            | "callback"
-            | "callbacks"
-            | "event"
-            | "events"
-            | "spinner"
-            | "handler"
-            | "meter"
-            | "reporting"
-            | "tracking"
-            | "tracker"
-            | "percentage"
-            | "output"
-            | "line"
-            | "hook"
-            | "logging"
-            | "ring"
-            | "view"
-            | "component"
-    )
+    PROGRESS_COMPOUNDS.contains(w)
 }
 
-/// Report requests written as phrases.
-const PHRASES: &[&[&str]] = &[
-    &["so", "far"],
-    &["far", "along"],
-    &["how", "far"],
-    &["where", "are", "we"],
-    &["where", "we", "are"],
-    &["where", "you", "are"],
-    &["where", "things", "stand"],
-    &["where", "do", "we", "stand"],
-    &["where", "we", "stand"],
-    &["where", "does", "it", "stand"],
-    &["where", "is", "it", "at"],
-    &["where", "are", "things"],
-    &["where", "things", "are"],
-    &["how", "is", "it", "going"],
-    &["how", "are", "things"],
-    &["how", "is", "everything"],
-    &["how", "is", "the", "work"],
-    &["how", "are", "we", "doing"],
-    &["how", "is", "it", "looking"],
-    &["how", "does", "it", "look"],
-    &["what", "is", "the", "state"],
-    &["current", "state"],
-    &["state", "of", "things"],
-    &["what", "is", "happening"],
-    &["what", "is", "going", "on"],
-    &["what", "are", "you", "doing"],
-    &["what", "are", "you", "working", "on"],
-    &["what", "is", "new"],
-    &["anything", "new"],
-    &["any", "news"],
-    &["any", "progress"],
-    &["what", "have", "you", "done"],
-    &["what", "did", "you", "do"],
-    &["what", "you", "have", "done"],
-    &["what", "you", "did"],
-    &["what", "have", "you", "changed"],
-    &["what", "did", "you", "change"],
-    &["what", "have", "you", "completed"],
-    &["what", "have", "you", "finished"],
-    &["what", "is", "done"],
-    &["what", "is", "left"],
-    &["what", "is", "remaining"],
-    &["what", "remains"],
-    &["left", "to", "do"],
-    &["still", "pending"],
-    &["what", "is", "pending"],
-    &["anything", "left"],
-    &["how", "much", "longer"],
-    &["how", "long", "until"],
-    &["how", "long", "will"],
-    &["time", "left"],
-    &["remaining", "work"],
-    &["what", "is", "next"],
-    &["what", "next"],
-    &["git", "status"],
-    &["keep", "me", "posted"],
-    &["keep", "me", "updated"],
-    &["keep", "me", "in", "the", "loop"],
-    &["check", "in"],
-    &["touch", "base"],
-    &["eta"],
-];
+/// Report requests written as phrases, split into words, in the order they are tried.
+static PHRASES: LazyLock<Vec<Vec<&'static str>>> = LazyLock::new(|| {
+    STATUS_PHRASES
+        .iter()
+        .map(|p| p.split(' ').collect())
+        .collect()
+});
 
 /// Splits "what's" → what is, "haven't" → have not, "you're" → you are.
 fn expand<'a>(w: &'a str, out: &mut Vec<&'a str>) {
@@ -292,26 +104,19 @@ fn expand<'a>(w: &'a str, out: &mut Vec<&'a str>) {
         out.push(w);
         return;
     };
-    let second = match tail {
-        "s" => "is",
-        "ve" => "have",
-        "re" => "are",
-        "ll" => "will",
-        "d" => "would",
-        "t" => {
-            let base = head.strip_suffix('n').unwrap_or(head);
-            out.push(match base {
-                "wo" => "will",
-                "ca" => "can",
-                b => b,
-            });
-            out.push("not");
-            return;
-        }
-        _ => {
-            out.push(w);
-            return;
-        }
+    if tail == "t" {
+        let base = head.strip_suffix('n').unwrap_or(head);
+        out.push(match base {
+            "wo" => "will",
+            "ca" => "can",
+            b => b,
+        });
+        out.push("not");
+        return;
+    }
+    let Some(second) = CONTRACTIONS.get(tail) else {
+        out.push(w);
+        return;
     };
     out.push(head);
     out.push(second);
@@ -331,7 +136,7 @@ pub(crate) fn status_only(w: &Words) -> Option<String> {
         if i > 0 && w.toks[i].brk != Break::None {
             c += 1;
         }
-        if matches!(lw, "and" | "then" | "but" | "also" | "or") {
+        if STATUS_JOINERS.contains(lw) {
             c += 1;
             continue;
         }
@@ -362,55 +167,22 @@ fn report_signal(t: &[&str]) -> Option<String> {
         let prev = if i > 0 { t[i - 1] } else { "" };
         let next = t.get(i + 1).copied().unwrap_or("");
         let found = match *w {
-            "status" => {
-                !status_compound(next)
-                    && !matches!(prev, "http" | "exit" | "return" | "response" | "error")
-            }
+            "status" => !status_compound(next) && !STATUS_AFTER.contains(prev),
             "progress" => !progress_compound(next) && !matches!(prev, "in" | "work"),
             "update" | "updates" => {
-                matches!(
-                    prev,
-                    "a" | "an"
-                        | "any"
-                        | "status"
-                        | "progress"
-                        | "quick"
-                        | "brief"
-                        | "latest"
-                        | "some"
-                        | "short"
-                        | "the"
-                        | "your"
-                ) || (t.len() <= 2 && i == 0)
+                UPDATE_OPENERS.contains(prev)
+                    || (t.len() <= 2 && i == 0)
                     || matches!(next, "on" | "please")
             }
-            "report" | "recap" | "rundown" | "debrief" => {
-                matches!(
-                    prev,
-                    "progress" | "status" | "a" | "the" | "your" | "quick" | "brief"
-                ) || matches!(next, "back" | "on" | "in")
+            w if REPORT_NOUNS.contains(w) => {
+                REPORT_OPENERS.contains(prev)
+                    || matches!(next, "back" | "on" | "in")
                     || t.len() <= 2
             }
-            "summarize" | "summarise" | "summary" | "overview" => t.iter().any(|x| {
-                matches!(
-                    *x,
-                    "progress"
-                        | "far"
-                        | "done"
-                        | "your"
-                        | "you"
-                        | "status"
-                        | "state"
-                        | "completed"
-                        | "did"
-                        | "happened"
-                )
-            }),
-            "done" | "finished" | "complete" | "completed" | "ready" | "finish" => {
-                matches!(
-                    t.first().copied().unwrap_or(""),
-                    "are" | "is" | "have" | "has" | "did" | "was" | "were" | "all"
-                ) || matches!(next, "yet")
+            w if SUMMARY_WORDS.contains(w) => t.iter().any(|x| SUMMARY_TOPICS.contains(x)),
+            w if DONE_WORDS.contains(w) => {
+                DONE_OPENERS.contains(t.first().copied().unwrap_or(""))
+                    || matches!(next, "yet")
                     || (t.windows(3).any(|x| x == ["let", "me", "know"]))
             }
             _ => false,
@@ -419,8 +191,8 @@ fn report_signal(t: &[&str]) -> Option<String> {
             return Some(format!("asks for a report (\"{w}\")"));
         }
     }
-    for p in PHRASES {
-        if t.windows(p.len()).any(|x| x == *p) {
+    for p in PHRASES.iter() {
+        if t.windows(p.len()).any(|x| x == p.as_slice()) {
             return Some(format!("asks for a report (\"{}\")", p.join(" ")));
         }
     }
@@ -458,6 +230,16 @@ mod tests {
 
     fn status(t: &str) -> bool {
         status_only(&tokenize(t)).is_some()
+    }
+
+    #[test]
+    fn phrases_are_words_separated_by_one_space() {
+        for p in STATUS_PHRASES.iter() {
+            assert!(
+                p.split(' ').all(|w| !w.is_empty()),
+                "rules/words.toml: `status.phrases` entry {p:?} has an empty word"
+            );
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! loaded by `lexicon`). Command parsing lives in `shell`; what each rule concludes from
 //! words lives in the rule.
 
-use super::lexicon::{fold_into, CLAUSE_WORDS, VERBS};
+use super::lexicon::{fold_into, CLAUSE_WORDS, IRREGULAR_PAST, VERBS};
 
 /// What separates a token from the one before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,50 +240,7 @@ pub(crate) enum Form {
 
 /// Irregular past forms and participles → base form.
 fn irregular_past(w: &str) -> Option<&'static str> {
-    Some(match w {
-        "began" | "begun" => "begin",
-        "bound" => "bind",
-        "broke" | "broken" => "break",
-        "brought" => "bring",
-        "built" => "build",
-        "chose" => "choose",
-        "came" => "come",
-        "did" | "done" => "do",
-        "drew" => "draw",
-        "found" => "find",
-        "froze" | "frozen" => "freeze",
-        "got" | "gotten" => "get",
-        "gave" | "given" => "give",
-        "gone" | "went" => "go",
-        "hid" | "hidden" => "hide",
-        "held" => "hold",
-        "kept" => "keep",
-        "knew" => "know",
-        "led" => "lead",
-        "left" => "leave",
-        "lost" => "lose",
-        "made" => "make",
-        "overridden" | "overrode" => "override",
-        "rebuilt" => "rebuild",
-        "redid" => "redo",
-        "rewritten" | "rewrote" => "rewrite",
-        "ran" => "run",
-        "said" => "say",
-        "sent" => "send",
-        "shown" => "show",
-        "sped" => "speed",
-        "spent" => "spend",
-        "stuck" => "stick",
-        "taken" | "took" => "take",
-        "taught" => "teach",
-        "tore" | "torn" => "tear",
-        "told" => "tell",
-        "thought" => "think",
-        "threw" | "thrown" => "throw",
-        "undid" | "undone" => "undo",
-        "wrote" | "written" => "write",
-        _ => return None,
-    })
+    IRREGULAR_PAST.get(w)
 }
 
 /// The lexicon entry equal to `cand`, if any.
