@@ -113,13 +113,19 @@ fn command_positions(words: &[String]) -> impl Iterator<Item = usize> + '_ {
         if !ok {
             return None;
         }
-        ok = is_wrapper(basename(w))
-            || w.starts_with('-')
-            || w.contains('=')
-            || w.chars()
-                .all(|c| c.is_ascii_digit() || c == 's' || c == 'm');
+        ok = keeps_command_position(w);
         Some(i)
     })
+}
+
+/// True if a command name may still follow `w`: a wrapper, an assignment, an option or a
+/// duration (`timeout 5s rm`).
+fn keeps_command_position(w: &str) -> bool {
+    is_wrapper(basename(w))
+        || w.starts_with('-')
+        || w.contains('=')
+        || w.chars()
+            .all(|c| c.is_ascii_digit() || c == 's' || c == 'm')
 }
 
 /// The most arguments of one command the judge reads.
@@ -268,11 +274,7 @@ fn judge_command(
                 push_call_hit(cmd, i, call.args.len(), base, detail, hits);
             }
         }
-        cmd_pos &= is_wrapper(name)
-            || w.starts_with('-')
-            || w.contains('=')
-            || w.chars()
-                .all(|c| c.is_ascii_digit() || c == 's' || c == 'm');
+        cmd_pos &= keeps_command_position(w);
         via_xargs |= name == "xargs";
     }
     disk_redirects(cmd, base, hits);

@@ -573,6 +573,24 @@ impl Builder {
     }
 
     fn segment(&mut self, toks: &[&str]) {
+        let skip = self.leading_verb(toks);
+        let mut idx = 0usize;
+        for (k, raw0) in toks.iter().enumerate() {
+            if k == skip {
+                continue;
+            }
+            if k > 0 && k != skip.wrapping_add(1) {
+                self.mid_clause(toks, k);
+            }
+            self.token(raw0, idx);
+            idx += 1;
+        }
+        self.flush();
+    }
+
+    /// Index of the segment's action verb after its lead-in words (`usize::MAX` if none),
+    /// recorded as the prompt's action if it has none yet.
+    fn leading_verb(&mut self, toks: &[&str]) -> usize {
         let mut j = 0;
         while j < toks.len() {
             let low = self.lowered(toks[j]);
@@ -583,68 +601,62 @@ impl Builder {
             }
             j += 1;
         }
-        let mut skip = usize::MAX;
-        if let Some(first) = toks.get(j) {
-            let low = self.lowered(first);
-            let verb = words::verb(&low);
-            self.low = low;
-            if let Some((lemma, form)) = verb {
-                if matches!(form, Form::Base | Form::Ing) {
-                    if self.p.act.is_none() {
-                        self.p.act = Some(act_of(lemma));
-                        self.want_obj = true;
-                    }
-                    let h = self.stem_hash(lemma);
-                    self.p.verbs.push(h);
-                    skip = j;
-                }
-            } else if coined_verb(&self.low) {
-                // "Tokenize …", "Memoize …", "Stringify …": a verb the list does not know
-                // is still the action, so what follows it is the object.
-                let lemma = self.low.clone();
-                if self.p.act.is_none() {
-                    self.p.act = Some(act_of(&lemma));
-                    self.want_obj = true;
-                }
-                let h = self.stem_hash(&lemma);
-                self.p.verbs.push(h);
-                skip = j;
+        let Some(first) = toks.get(j) else {
+            return usize::MAX;
+        };
+        let low = self.lowered(first);
+        let verb = words::verb(&low);
+        self.low = low;
+        if let Some((lemma, form)) = verb {
+            if !matches!(form, Form::Base | Form::Ing) {
+                return usize::MAX;
+            }
+            self.action(lemma);
+        } else if coined_verb(&self.low) {
+            // "Tokenize …", "Memoize …", "Stringify …": a verb the list does not know
+            // is still the action, so what follows it is the object.
+            let lemma = self.low.clone();
+            self.action(&lemma);
+        } else {
+            return usize::MAX;
+        }
+        j
+    }
+
+    /// Records `lemma` as an action verb, and as the prompt's action if it has none yet.
+    fn action(&mut self, lemma: &str) {
+        if self.p.act.is_none() {
+            self.p.act = Some(act_of(lemma));
+            self.want_obj = true;
+        }
+        let h = self.stem_hash(lemma);
+        self.p.verbs.push(h);
+    }
+
+    /// Token `k` inside a segment: the verb of a relative clause is recorded, and a plural
+    /// subject's verb ends the phrase before it.
+    fn mid_clause(&mut self, toks: &[&str], k: usize) {
+        let prev = toks[k - 1];
+        let low = self.lowered(toks[k]);
+        // "a workflow that publishes …": the relative clause's verb.
+        let relative = ["that", "which", "who"]
+            .iter()
+            .any(|r| prev.eq_ignore_ascii_case(r));
+        if relative {
+            if let Some((lemma, Form::S)) = words::verb(&low) {
+                let h = self.stem_hash(lemma);
+                self.p.rel_verbs.push(h);
             }
         }
-        let mut idx = 0usize;
-        for (k, raw0) in toks.iter().enumerate() {
-            if k == skip {
-                continue;
-            }
-            if k > 0 && k != skip.wrapping_add(1) {
-                let prev = toks[k - 1];
-                let low = self.lowered(raw0);
-                // "a workflow that publishes …": the relative clause's verb.
-                let relative = ["that", "which", "who"]
-                    .iter()
-                    .any(|r| prev.eq_ignore_ascii_case(r));
-                if relative {
-                    if let Some((lemma, Form::S)) = words::verb(&low) {
-                        let h = self.stem_hash(lemma);
-                        self.p.rel_verbs.push(h);
-                    }
-                }
-                // "arrow keys move the selection": a plural subject and its verb are two
-                // phrases, not one.
-                let next_det = toks.get(k + 1).is_some_and(|n| is_determiner(n));
-                let subject_verb = prev.ends_with('s')
-                    && !prev.ends_with("ss")
-                    && words::is_base_verb(&low)
-                    && next_det;
-                self.low = low;
-                if subject_verb {
-                    self.flush();
-                }
-            }
-            self.token(raw0, idx);
-            idx += 1;
+        // "arrow keys move the selection": a plural subject and its verb are two
+        // phrases, not one.
+        let next_det = toks.get(k + 1).is_some_and(|n| is_determiner(n));
+        let subject_verb =
+            prev.ends_with('s') && !prev.ends_with("ss") && words::is_base_verb(&low) && next_det;
+        self.low = low;
+        if subject_verb {
+            self.flush();
         }
-        self.flush();
     }
 
     fn token(&mut self, raw0: &str, idx: usize) {
@@ -672,78 +684,15 @@ impl Builder {
             let t = self.add(low, Kind::Method);
             self.emit(t);
         } else if raw.starts_with('-') {
-            for part in raw.split('/') {
-                let p = part.trim_start_matches('-');
-                let p = p.split('=').next().unwrap_or(p);
-                if p.chars().count() >= 2 {
-                    let t = self.add(&p.to_lowercase(), Kind::Member);
-                    self.add_parts(t, &format!("--{p}"));
-                    self.emit(t);
-                }
-            }
+            self.flags(raw);
         } else if raw.contains('/') {
-            let endpoint = raw.starts_with('/');
-            if endpoint {
-                let mut norm = String::new();
-                for c in raw.split('/').filter(|c| !c.is_empty()) {
-                    norm.push('/');
-                    let param = (c.starts_with('<') && c.ends_with('>'))
-                        || c.starts_with(':')
-                        || (c.starts_with('{') && c.ends_with('}'));
-                    if param {
-                        norm.push_str("{}");
-                    } else {
-                        norm.extend(c.chars().flat_map(char::to_lowercase));
-                    }
-                }
-                let t = self.add(&norm, Kind::Member);
-                self.add_parts(t, raw);
-                self.emit(t);
-            }
-            for c in raw.split('/') {
-                let c = c.trim_matches(|ch| matches!(ch, '<' | '>' | ':' | '?' | '='));
-                if c.is_empty() || matches!(c, "~" | "." | "..") {
-                    continue;
-                }
-                if let Some((base, _)) = file_name(c) {
-                    let t = self.add(&c.to_lowercase(), Kind::File);
-                    let b = self.add_word(base);
-                    if let (Some(t), Some(b)) = (t, b) {
-                        self.p.parts.push((t, vec![b]));
-                    }
-                    self.emit(t);
-                } else if endpoint {
-                    self.add_word(c);
-                } else {
-                    let t = self.add_word(c);
-                    self.emit(t);
-                }
-            }
+            self.path(raw);
         } else if raw.contains('.')
             && !raw
                 .chars()
                 .all(|c| c.is_ascii_digit() || c == '.' || c == ',')
         {
-            if let Some((base, _)) = file_name(raw) {
-                let t = self.add(low, Kind::File);
-                let b = self.add_word(base);
-                if let (Some(t), Some(b)) = (t, b) {
-                    self.p.parts.push((t, vec![b]));
-                }
-                self.emit(t);
-            } else {
-                let t = self.add(low, Kind::Member);
-                self.add_parts(t, raw);
-                self.emit(t);
-                for c in raw.split('.').filter(|c| !c.is_empty()) {
-                    if c.chars().all(|ch| ch.is_ascii_digit()) {
-                        self.add(c, Kind::Num);
-                    } else {
-                        let t = self.add(&c.to_lowercase(), Kind::Ident);
-                        self.add_parts(t, c);
-                    }
-                }
-            }
+            self.dotted(raw, low);
         } else if let Some((num, unit)) = number(raw) {
             let t = self.add(&num, Kind::Num);
             self.emit(t);
@@ -756,21 +705,94 @@ impl Builder {
             self.add_parts(t, raw);
             self.emit(t);
         } else if raw.contains('-') {
-            for p in raw.split('-').filter(|p| !p.is_empty()) {
-                let lp = p.to_ascii_lowercase();
-                if is_adjective(&lp) || words::is_inflected_verb(&lp) {
-                    let h = self.stem_hash(p);
-                    self.p.adj.push(h);
-                }
-                let t = self.add_word(p);
-                self.emit(t);
-            }
+            self.hyphenated(raw);
         } else if raw.chars().next().is_some_and(char::is_uppercase) && idx > 0 {
             let t = self.add(low, Kind::Ident);
             self.add_parts(t, raw);
             self.emit(t);
         } else {
             let t = self.add_word(raw);
+            self.emit(t);
+        }
+    }
+
+    /// Command-line flags (`--dry-run`, `-v/--verbose`): each a member term.
+    fn flags(&mut self, raw: &str) {
+        for part in raw.split('/') {
+            let p = part.trim_start_matches('-');
+            let p = p.split('=').next().unwrap_or(p);
+            if p.chars().count() >= 2 {
+                let t = self.add(&p.to_lowercase(), Kind::Member);
+                self.add_parts(t, &format!("--{p}"));
+                self.emit(t);
+            }
+        }
+    }
+
+    /// A path or an endpoint (`src/main.rs`, `/users/<id>`): the endpoint as one term with its
+    /// parameters blanked, and each component.
+    fn path(&mut self, raw: &str) {
+        let endpoint = raw.starts_with('/');
+        if endpoint {
+            let t = self.add(&endpoint_form(raw), Kind::Member);
+            self.add_parts(t, raw);
+            self.emit(t);
+        }
+        for c in raw.split('/') {
+            let c = c.trim_matches(|ch| matches!(ch, '<' | '>' | ':' | '?' | '='));
+            if c.is_empty() || matches!(c, "~" | "." | "..") {
+                continue;
+            }
+            if let Some((base, _)) = file_name(c) {
+                self.file(&c.to_lowercase(), base);
+            } else if endpoint {
+                self.add_word(c);
+            } else {
+                let t = self.add_word(c);
+                self.emit(t);
+            }
+        }
+    }
+
+    /// A file term `name` (lower case) made of the word `base`.
+    fn file(&mut self, name: &str, base: &str) {
+        let t = self.add(name, Kind::File);
+        let b = self.add_word(base);
+        if let (Some(t), Some(b)) = (t, b) {
+            self.p.parts.push((t, vec![b]));
+        }
+        self.emit(t);
+    }
+
+    /// A word with dots: a file name, or a member path (`config.toml`, `self.cache.get`) with
+    /// its parts.
+    fn dotted(&mut self, raw: &str, low: &str) {
+        if let Some((base, _)) = file_name(raw) {
+            self.file(low, base);
+            return;
+        }
+        let t = self.add(low, Kind::Member);
+        self.add_parts(t, raw);
+        self.emit(t);
+        for c in raw.split('.').filter(|c| !c.is_empty()) {
+            if c.chars().all(|ch| ch.is_ascii_digit()) {
+                self.add(c, Kind::Num);
+            } else {
+                let t = self.add(&c.to_lowercase(), Kind::Ident);
+                self.add_parts(t, c);
+            }
+        }
+    }
+
+    /// A hyphenated word (`hand-rolled`, `rate-limit`): each part, adjectives noted.
+    fn hyphenated(&mut self, raw: &str) {
+        for p in raw.split('-').filter(|p| !p.is_empty()) {
+            let lp = p.to_ascii_lowercase();
+            if is_adjective(&lp) || words::is_inflected_verb(&lp) {
+                let h = self.stem_hash(p);
+                self.p.adj.push(h);
+            }
+            let t = self.add_word(p);
             self.emit(t);
         }
     }
@@ -926,6 +948,12 @@ fn shares_neighbour(list_a: &[(u64, u64)], a: u64, list_b: &[(u64, u64)], b: u64
 
 /// A new target in the candidate where the earlier prompt had another one.
 fn conflict(c: &Profile, h: &Profile) -> Option<&'static str> {
+    term_conflict(c, h).or_else(|| modifier_conflict(c, h))
+}
+
+/// A salient term of one prompt the other does not have, in conflict with one of its own:
+/// another method, file, value, member, sibling identifier or name in the same place.
+fn term_conflict(c: &Profile, h: &Profile) -> Option<&'static str> {
     let unmatched = |p: &Profile, o: &Profile| -> Vec<(u64, Kind)> {
         p.terms
             .iter()
@@ -961,7 +989,11 @@ fn conflict(c: &Profile, h: &Profile) -> Option<&'static str> {
             }
         }
     }
-    // "the request id" → "the user id": the same noun with another modifier.
+    None
+}
+
+/// "the request id" → "the user id": the same noun with another modifier.
+fn modifier_conflict(c: &Profile, h: &Profile) -> Option<&'static str> {
     for np in c.noun_phrases() {
         if np.len() < 2 {
             continue;
@@ -1028,40 +1060,8 @@ fn compare(c: &Profile, h: &Profile) -> (f32, &'static str) {
         return (0.05, why);
     }
     if !c.object().is_empty() && ac != Act::None {
-        let known = |t: &u64| {
-            h.has(*t)
-                || h.verbs.contains(t)
-                || c.parts(*t)
-                    .is_some_and(|ps| ps.iter().any(|p| h.has(*p) || h.verbs.contains(p)))
-        };
-        let content: Vec<u64> = c
-            .object()
-            .iter()
-            .copied()
-            .filter(|t| !is_vague(*t))
-            .collect();
-        let verb_known = c.verbs.iter().any(|v| h.has(*v));
-        if !content.is_empty() && !content.iter().any(known) && !verb_known {
-            return (0.1, "a new object");
-        }
-        // Both objects' heads unknown to the other prompt: two different things.
-        let c_head = content.last().copied();
-        let h_head = h.object().iter().copied().rfind(|t| !is_vague(*t));
-        if let (Some(ch), Some(hh)) = (c_head, h_head) {
-            let h_known = |t: u64| {
-                c.has(t)
-                    || c.verbs.contains(&t)
-                    || h.parts(t).is_some_and(|ps| ps.iter().any(|p| c.has(*p)))
-            };
-            // Descriptions ("hard-coded") may be shared; the things themselves are not.
-            let naming = |p: &Profile, t: &u64| !p.is_adj(*t) && !p.is_infl(*t);
-            let shared = content
-                .iter()
-                .filter(|t| naming(c, t))
-                .any(|t| h.object().contains(t));
-            if !known(&ch) && !h_known(hh) && h.act.is_some() && !shared {
-                return (0.1, "a different object");
-            }
+        if let Some(why) = object_conflict(c, h) {
+            return (0.1, why);
         }
     }
     // "a workflow that publishes …" after "a workflow that runs …".
@@ -1074,25 +1074,83 @@ fn compare(c: &Profile, h: &Profile) -> (f32, &'static str) {
     {
         return (0.1, "a different behaviour");
     }
+    overlap(c, h)
+}
+
+/// The candidate's object is new to the earlier prompt, or both objects' heads are unknown to
+/// the other prompt.
+fn object_conflict(c: &Profile, h: &Profile) -> Option<&'static str> {
+    let known = |t: &u64| {
+        h.has(*t)
+            || h.verbs.contains(t)
+            || c.parts(*t)
+                .is_some_and(|ps| ps.iter().any(|p| h.has(*p) || h.verbs.contains(p)))
+    };
+    let content: Vec<u64> = c
+        .object()
+        .iter()
+        .copied()
+        .filter(|t| !is_vague(*t))
+        .collect();
+    let verb_known = c.verbs.iter().any(|v| h.has(*v));
+    if !content.is_empty() && !content.iter().any(known) && !verb_known {
+        return Some("a new object");
+    }
+    // Both objects' heads unknown to the other prompt: two different things.
+    let c_head = content.last().copied();
+    let h_head = h.object().iter().copied().rfind(|t| !is_vague(*t));
+    let (Some(ch), Some(hh)) = (c_head, h_head) else {
+        return None;
+    };
+    let h_known = |t: u64| {
+        c.has(t)
+            || c.verbs.contains(&t)
+            || h.parts(t).is_some_and(|ps| ps.iter().any(|p| c.has(*p)))
+    };
+    // Descriptions ("hard-coded") may be shared; the things themselves are not.
+    let naming = |p: &Profile, t: &u64| !p.is_adj(*t) && !p.is_infl(*t);
+    let shared = content
+        .iter()
+        .filter(|t| naming(c, t))
+        .any(|t| h.object().contains(t));
+    (!known(&ch) && !h_known(hh) && h.act.is_some() && !shared).then_some("a different object")
+}
+
+/// How much of each prompt's weight the other shares, the candidate's side counting more.
+fn overlap(c: &Profile, h: &Profile) -> (f32, &'static str) {
     let (wc, wh) = (c.total(), h.total());
     if wc <= 0.0 || wh <= 0.0 {
         return (0.0, "nothing to compare");
     }
-    let shared_c: f32 = c
-        .terms
-        .iter()
-        .filter(|t| h.has(t.0))
-        .map(|t| t.1.weight())
-        .sum();
-    let shared_h: f32 = h
-        .terms
-        .iter()
-        .filter(|t| c.has(t.0))
-        .map(|t| t.1.weight())
-        .sum();
-    let cov_c = shared_c / wc;
-    let cov_h = (shared_h / wh).min(1.0);
+    let cov_c = shared_weight(c, h) / wc;
+    let cov_h = (shared_weight(h, c) / wh).min(1.0);
     (0.6 * cov_c + 0.4 * cov_h, "overlap")
+}
+
+/// The weight of `p`'s terms that `o` has too.
+fn shared_weight(p: &Profile, o: &Profile) -> f32 {
+    p.terms
+        .iter()
+        .filter(|t| o.has(t.0))
+        .map(|t| t.1.weight())
+        .sum()
+}
+
+/// An endpoint with its parameters (`<id>`, `:id`, `{id}`) written `{}`, lower case.
+fn endpoint_form(raw: &str) -> String {
+    let mut norm = String::new();
+    for c in raw.split('/').filter(|c| !c.is_empty()) {
+        norm.push('/');
+        let param = (c.starts_with('<') && c.ends_with('>'))
+            || c.starts_with(':')
+            || (c.starts_with('{') && c.ends_with('}'));
+        if param {
+            norm.push_str("{}");
+        } else {
+            norm.extend(c.chars().flat_map(char::to_lowercase));
+        }
+    }
+    norm
 }
 
 #[cfg(test)]

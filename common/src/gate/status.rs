@@ -163,33 +163,8 @@ pub(crate) fn status_only(w: &Words) -> Option<String> {
 }
 
 fn report_signal(t: &[&str]) -> Option<String> {
-    for (i, w) in t.iter().enumerate() {
-        let prev = if i > 0 { t[i - 1] } else { "" };
-        let next = t.get(i + 1).copied().unwrap_or("");
-        let found = match *w {
-            "status" => !status_compound(next) && !STATUS_AFTER.contains(prev),
-            "progress" => !progress_compound(next) && !matches!(prev, "in" | "work"),
-            "update" | "updates" => {
-                UPDATE_OPENERS.contains(prev)
-                    || (t.len() <= 2 && i == 0)
-                    || matches!(next, "on" | "please")
-            }
-            w if REPORT_NOUNS.contains(w) => {
-                REPORT_OPENERS.contains(prev)
-                    || matches!(next, "back" | "on" | "in")
-                    || t.len() <= 2
-            }
-            w if SUMMARY_WORDS.contains(w) => t.iter().any(|x| SUMMARY_TOPICS.contains(x)),
-            w if DONE_WORDS.contains(w) => {
-                DONE_OPENERS.contains(t.first().copied().unwrap_or(""))
-                    || matches!(next, "yet")
-                    || (t.windows(3).any(|x| x == ["let", "me", "know"]))
-            }
-            _ => false,
-        };
-        if found {
-            return Some(format!("asks for a report (\"{w}\")"));
-        }
+    if let Some(w) = (0..t.len()).find(|&i| asks_report(t, i)).map(|i| t[i]) {
+        return Some(format!("asks for a report (\"{w}\")"));
     }
     for p in PHRASES.iter() {
         if t.windows(p.len()).any(|x| x == p.as_slice()) {
@@ -197,6 +172,31 @@ fn report_signal(t: &[&str]) -> Option<String> {
         }
     }
     None
+}
+
+/// True if word `i` of `t` asks for a report where it stands.
+fn asks_report(t: &[&str], i: usize) -> bool {
+    let prev = if i > 0 { t[i - 1] } else { "" };
+    let next = t.get(i + 1).copied().unwrap_or("");
+    match t[i] {
+        "status" => !status_compound(next) && !STATUS_AFTER.contains(prev),
+        "progress" => !progress_compound(next) && !matches!(prev, "in" | "work"),
+        "update" | "updates" => {
+            UPDATE_OPENERS.contains(prev)
+                || (t.len() <= 2 && i == 0)
+                || matches!(next, "on" | "please")
+        }
+        w if REPORT_NOUNS.contains(w) => {
+            REPORT_OPENERS.contains(prev) || matches!(next, "back" | "on" | "in") || t.len() <= 2
+        }
+        w if SUMMARY_WORDS.contains(w) => t.iter().any(|x| SUMMARY_TOPICS.contains(x)),
+        w if DONE_WORDS.contains(w) => {
+            DONE_OPENERS.contains(t.first().copied().unwrap_or(""))
+                || matches!(next, "yet")
+                || (t.windows(3).any(|x| x == ["let", "me", "know"]))
+        }
+        _ => false,
+    }
 }
 
 /// True if a clause opens with a verb that directs work (not a report verb with nothing

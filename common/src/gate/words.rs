@@ -133,53 +133,13 @@ pub(crate) fn tokenize(text: &str) -> Words {
             break;
         };
         if is_sep_char(c) {
-            let b = match c {
-                '\n' | ';' | '!' | '?' | '|' | '&' => Break::Hard,
-                ',' | '(' | ')' | '[' | ']' | '{' | '}' | '—' | '–' => Break::Soft,
-                _ => Break::None,
-            };
-            pending = stronger(pending, b);
+            pending = stronger(pending, sep_break(c));
             pos += c.len_utf8();
             continue;
         }
-        // A token runs to the next separator.
-        let start = pos;
-        let mut end = pos;
-        for (off, ch) in text[pos..].char_indices() {
-            if is_sep_char(ch) {
-                break;
-            }
-            end = pos + off + ch.len_utf8();
-        }
+        let end = token_end(text, pos);
+        let (s, e, trail_break) = trim_token(text, pos, end);
         pos = end;
-        // Trim punctuation that belongs to the sentence, not the word.
-        let mut s = start;
-        let mut e = end;
-        let mut trail_break = Break::None;
-        while e > s {
-            let last = text[s..e].chars().next_back().unwrap_or(' ');
-            if matches!(last, '.' | ':') {
-                // "..", "./", "../" and "lib.rs" keep their dots; a final one ends the sentence.
-                let word = &text[s..e];
-                if word == "." || word == ".." {
-                    break;
-                }
-                trail_break = Break::Hard;
-                e -= 1;
-            } else if matches!(last, '\'' | '’' | '>' | '=' | '<') && !text[s..e].contains('/') {
-                e -= last.len_utf8();
-            } else {
-                break;
-            }
-        }
-        while s < e {
-            let first = text[s..e].chars().next().unwrap_or(' ');
-            if matches!(first, '\'' | '’' | ':' | '<' | '>' | '=') {
-                s += first.len_utf8();
-            } else {
-                break;
-            }
-        }
         if s < e {
             push_tok(&mut w, text, s, e, pending);
             pending = Break::None;
@@ -187,6 +147,58 @@ pub(crate) fn tokenize(text: &str) -> Words {
         pending = stronger(pending, trail_break);
     }
     w
+}
+
+/// The boundary a separator makes.
+fn sep_break(c: char) -> Break {
+    match c {
+        '\n' | ';' | '!' | '?' | '|' | '&' => Break::Hard,
+        ',' | '(' | ')' | '[' | ']' | '{' | '}' | '—' | '–' => Break::Soft,
+        _ => Break::None,
+    }
+}
+
+/// Where the token starting at `pos` ends: at the next separator.
+fn token_end(text: &str, pos: usize) -> usize {
+    let mut end = pos;
+    for (off, ch) in text[pos..].char_indices() {
+        if is_sep_char(ch) {
+            break;
+        }
+        end = pos + off + ch.len_utf8();
+    }
+    end
+}
+
+/// The token `s..e` without the punctuation that belongs to the sentence, not the word, and
+/// the boundary a final full stop or colon makes.
+fn trim_token(text: &str, mut s: usize, mut e: usize) -> (usize, usize, Break) {
+    let mut trail_break = Break::None;
+    while e > s {
+        let last = text[s..e].chars().next_back().unwrap_or(' ');
+        if matches!(last, '.' | ':') {
+            // "..", "./", "../" and "lib.rs" keep their dots; a final one ends the sentence.
+            let word = &text[s..e];
+            if word == "." || word == ".." {
+                break;
+            }
+            trail_break = Break::Hard;
+            e -= 1;
+        } else if matches!(last, '\'' | '’' | '>' | '=' | '<') && !text[s..e].contains('/') {
+            e -= last.len_utf8();
+        } else {
+            break;
+        }
+    }
+    while s < e {
+        let first = text[s..e].chars().next().unwrap_or(' ');
+        if matches!(first, '\'' | '’' | ':' | '<' | '>' | '=') {
+            s += first.len_utf8();
+        } else {
+            break;
+        }
+    }
+    (s, e, trail_break)
 }
 
 fn stronger(a: Break, b: Break) -> Break {
