@@ -31,8 +31,8 @@ failed=()
 
 say() { printf '%s\n' "$*" >&2; }
 
-say "building release binaries (karl-coord, karl-agent, karl-standin)…"
-if ! cargo build --release -q -p karl-coord -p karl-agent -p karl-tests --bins; then
+say "building release binaries (karl-coord, karl-ctl, karl-agent, karl-standin)…"
+if ! cargo build --release -q -p karl-coord -p karl-ctl -p karl-agent -p karl-tests --bins; then
     say "build failed"
     exit 1
 fi
