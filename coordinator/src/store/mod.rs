@@ -12,7 +12,7 @@
 //! A turn is committed with its session record and its audit entry in one multi-tree
 //! transaction and flushed before the coordinator acts on it, so a SIGKILL at any point
 //! leaves either the whole turn or none of it. Writes land in sled's memory at once;
-//! the waits for the disk (`flush_async`, on sled's own threads) are `async`, so no
+//! the waits for the disk (`flush_async`, on tokio's blocking pool) are `async`, so no
 //! fsync ever blocks a runtime thread.
 //!
 //! Schema versions: v1 held pane states, turn sources, outcomes and injection results as
@@ -42,6 +42,8 @@ pub enum StoreError {
     SchemaTooNew { path: String, found: u32 },
     #[error("database write failed: {} (is the disk full or read-only?)", sled_message(.0))]
     Sled(sled::Error),
+    #[error("the write to disk did not finish ({0}); the coordinator is shutting down or failed")]
+    FlushAborted(String),
     #[error("corrupt record in {tree}: {message}")]
     Corrupt { tree: &'static str, message: String },
     #[error(
@@ -186,10 +188,15 @@ impl Store {
         Ok(())
     }
 
-    /// Waits until every write so far is on disk (the fsync runs on sled's threads).
+    /// Waits until every write so far is on disk. The fsync runs on tokio's blocking pool,
+    /// never on a runtime thread; the pool's handle on the database is gone by the time
+    /// this returns, so a dropped store can be reopened at once.
     pub async fn flush_async(&self) -> Result<()> {
-        self.db.flush_async().await?;
-        Ok(())
+        let db = self.db.clone();
+        match tokio::task::spawn_blocking(move || db.flush()).await {
+            Ok(r) => r.map(drop).map_err(StoreError::from),
+            Err(e) => Err(StoreError::FlushAborted(e.to_string())),
+        }
     }
 
     /// Writes a session record and waits for the disk.
