@@ -420,8 +420,8 @@ fn peers(handles: &HashMap<String, Handle>, except: &str) -> Vec<OtherSession> {
         .collect()
 }
 
-/// The context stack for a session record and a screen (pure; karl-ctl's offline
-/// `context --capture` calls it too).
+/// The context stack for a session record and a screen (pure; the turn benchmark calls
+/// it too).
 pub fn session_context(
     rec: &SessionRecord,
     screen: &str,
