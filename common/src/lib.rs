@@ -41,9 +41,13 @@ mod generated {
 pub mod pb {
     pub use crate::generated::*;
 
-    /// An enum value's name as operators read it: `SESSION_STATUS_RUNNING` with prefix
-    /// `SESSION_STATUS_` → `running`, `INJECT_STATUS_DRY_RUN` → `dry-run`.
-    pub fn label(proto_name: &str, prefix: &str) -> String {
+    /// An enum value's name as operators read it: `SessionStatus::Running` → `running`,
+    /// `InjectStatus::DryRun` → `dry-run` (the proto name without its enum prefix).
+    pub trait Label {
+        fn label(&self) -> String;
+    }
+
+    fn strip(proto_name: &str, prefix: &str) -> String {
         proto_name
             .strip_prefix(prefix)
             .unwrap_or(proto_name)
@@ -51,30 +55,38 @@ pub mod pb {
             .replace('_', "-")
     }
 
-    /// `serialize_with` functions for the enum fields (named in `build.rs`): each writes
-    /// the value's [`label`], or the number when this build does not know it.
+    /// [`Label`] for each enum, and a `serialize_with` function per enum field (named in
+    /// `build.rs`) that writes the label, or the number when this build does not know it.
     pub mod labels {
+        use super::Label;
+
         macro_rules! labels {
-            ($($name:ident: $ty:ty = $prefix:literal;)*) => {$(
+            ($($name:ident: $ty:ident = $prefix:literal;)*) => {$(
+                impl Label for super::$ty {
+                    fn label(&self) -> String {
+                        super::strip(self.as_str_name(), $prefix)
+                    }
+                }
+
                 pub fn $name<S: serde::Serializer>(v: &i32, s: S) -> Result<S::Ok, S::Error> {
-                    match <$ty>::try_from(*v) {
-                        Ok(e) => s.serialize_str(&super::label(e.as_str_name(), $prefix)),
+                    match super::$ty::try_from(*v) {
+                        Ok(e) => s.serialize_str(&e.label()),
                         Err(_) => s.serialize_i32(*v),
                     }
                 }
             )*};
         }
         labels! {
-            session_status: super::SessionStatus = "SESSION_STATUS_";
-            pane_state: super::PaneState = "PANE_STATE_";
-            turn_source: super::TurnSource = "TURN_SOURCE_";
-            turn_outcome: super::TurnOutcome = "TURN_OUTCOME_";
-            inject_status: super::InjectStatus = "INJECT_STATUS_";
-            audit_kind: super::AuditKind = "AUDIT_KIND_";
-            chat_role: super::ChatRole = "CHAT_ROLE_";
-            snapshot_reason: super::SnapshotReason = "SNAPSHOT_REASON_";
-            inject_outcome: super::InjectOutcome = "INJECT_OUTCOME_";
-            pane_event_kind: super::PaneEventKind = "PANE_EVENT_KIND_";
+            session_status: SessionStatus = "SESSION_STATUS_";
+            pane_state: PaneState = "PANE_STATE_";
+            turn_source: TurnSource = "TURN_SOURCE_";
+            turn_outcome: TurnOutcome = "TURN_OUTCOME_";
+            inject_status: InjectStatus = "INJECT_STATUS_";
+            audit_kind: AuditKind = "AUDIT_KIND_";
+            chat_role: ChatRole = "CHAT_ROLE_";
+            snapshot_reason: SnapshotReason = "SNAPSHOT_REASON_";
+            inject_outcome: InjectOutcome = "INJECT_OUTCOME_";
+            pane_event_kind: PaneEventKind = "PANE_EVENT_KIND_";
         }
     }
 }

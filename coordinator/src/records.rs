@@ -168,6 +168,15 @@ impl InjectStatus {
         }
     }
 
+    /// `submitted`, `refused: the pane is busy`: the status with its reason, if any.
+    pub fn label(self, reason: &str) -> String {
+        if reason.is_empty() {
+            self.as_str().to_string()
+        } else {
+            format!("{}: {reason}", self.as_str())
+        }
+    }
+
     /// The prompt reached the pane and was submitted.
     pub fn landed(self) -> bool {
         matches!(
@@ -334,11 +343,7 @@ pub struct TurnRecord {
 impl TurnRecord {
     /// `submitted`, `refused: the pane is busy`, … — the injection as one phrase.
     pub fn inject_label(&self) -> String {
-        if self.reason.is_empty() {
-            self.inject.as_str().to_string()
-        } else {
-            format!("{}: {}", self.inject.as_str(), self.reason)
-        }
+        self.inject.label(&self.reason)
     }
 }
 

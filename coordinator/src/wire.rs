@@ -240,6 +240,7 @@ pub fn action(raw: i32) -> Result<Command, CoordError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use karl_common::pb::Label as _;
 
     #[test]
     fn requests_convert_and_bad_values_are_refused() {
@@ -279,15 +280,9 @@ mod tests {
             ..Default::default()
         };
         let w = turn(&t);
-        assert_eq!(
-            pb::label(w.inject().as_str_name(), "INJECT_STATUS_"),
-            t.inject.as_str()
-        );
+        assert_eq!(w.inject().label(), t.inject.as_str());
         for s in [Status::Running, Status::Escalated, Status::Failed] {
-            assert_eq!(
-                pb::label(status(s).as_str_name(), "SESSION_STATUS_"),
-                s.as_str()
-            );
+            assert_eq!(status(s).label(), s.as_str());
         }
     }
 }

@@ -3,6 +3,7 @@
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use karl_common::gate::Verdict;
 use karl_common::pb;
+use karl_common::pb::Label as _;
 use serde_json::json;
 
 fn print_json(v: &serde_json::Value) {
@@ -191,41 +192,17 @@ pub fn verdict(v: &Verdict, json: bool) {
 
 /// A session's status as operators read it (`running`, `escalated`, …).
 pub fn status(s: &pb::SessionSummary) -> String {
-    pb::label(s.status().as_str_name(), "SESSION_STATUS_")
-}
-
-fn pane_state(p: pb::PaneState) -> String {
-    pb::label(p.as_str_name(), "PANE_STATE_")
-}
-
-fn source(t: &pb::TurnRecord) -> String {
-    pb::label(t.source().as_str_name(), "TURN_SOURCE_")
-}
-
-fn outcome(t: &pb::TurnRecord) -> String {
-    pb::label(t.outcome().as_str_name(), "TURN_OUTCOME_")
-}
-
-fn inject_status(t: &pb::TurnRecord) -> String {
-    pb::label(t.inject().as_str_name(), "INJECT_STATUS_")
+    s.status().label()
 }
 
 /// `submitted`, `refused: the pane is busy`, …
 fn inject(t: &pb::TurnRecord) -> String {
-    let status = inject_status(t);
+    let status = t.inject().label();
     if t.inject_reason.is_empty() {
         status
     } else {
         format!("{status}: {}", t.inject_reason)
     }
-}
-
-fn role(m: &pb::ChatMessage) -> String {
-    pb::label(m.role().as_str_name(), "CHAT_ROLE_")
-}
-
-fn audit_kind(a: &pb::AuditRecord) -> String {
-    pb::label(a.kind().as_str_name(), "AUDIT_KIND_")
 }
 
 /// Any wire type as JSON (serde derives on the generated types; enums by name).
@@ -277,7 +254,7 @@ pub fn sessions(list: &[pb::SessionSummary], json: bool) {
                 s.id.clone(),
                 status(s),
                 format!("{}/{}", s.turns, s.max_turns),
-                pane_state(s.last_state()),
+                s.last_state().label(),
                 s.project.clone(),
                 s.reason.clone(),
             ]
@@ -292,10 +269,10 @@ pub fn turn(t: &pb::TurnRecord, json: bool) {
     println!(
         "turn {:>3} [{}] {} → {} ({}; {} ms model)\n  {}",
         t.n,
-        pane_state(t.state()),
-        source(t),
+        t.state().label(),
+        t.source().label(),
         inject(t),
-        outcome(t),
+        t.outcome().label(),
         t.model_latency_ms,
         t.prompt.replace('\n', "\n  ")
     );
@@ -370,7 +347,7 @@ pub fn context(r: &pb::ContextReply, json: bool) {
         return print_json(&to_json(r));
     }
     for m in &r.messages {
-        println!("── {} ──\n{}\n", role(m), m.content);
+        println!("── {} ──\n{}\n", m.role().label(), m.content);
     }
     println!("≈ {} of {} tokens", r.estimated_tokens, r.budget);
 }
@@ -385,7 +362,7 @@ pub fn audit(entries: &[pb::AuditRecord], json: bool) {
         entries.iter().map(|a| {
             vec![
                 ago(a.unix_ms),
-                audit_kind(a),
+                a.kind().label(),
                 format!("{}/{}", a.machine, a.pane),
                 if a.session.is_empty() {
                     "-".to_string()

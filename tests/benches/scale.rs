@@ -30,6 +30,7 @@ use karl_agent::link::{OpError, PaneOps};
 use karl_common::detect::{classify_capture, CaptureMeta, Detector, PaneState};
 use karl_common::pane_text::stable_hash;
 use karl_common::pb;
+use karl_common::pb::Label as _;
 use karl_common::tls::CoordAddr;
 use karl_tests::harness::{free_port, karl_command, tail, wait_for, Proc, Scratch};
 use karl_tests::stats::{ms, Latencies};
@@ -447,9 +448,7 @@ async fn run(screen: Arc<Screen>, params: Params) {
         .await
     {
         for s in r.into_inner().sessions {
-            *statuses
-                .entry(pb::label(s.status().as_str_name(), "SESSION_STATUS_"))
-                .or_default() += 1;
+            *statuses.entry(s.status().label()).or_default() += 1;
         }
     }
     // Where one session's prompts came from (model, regenerated, plan, escape).
@@ -457,9 +456,7 @@ async fn run(screen: Arc<Screen>, params: Params) {
     if let Some(id) = ids.first() {
         if let Ok(d) = client.show_session(pb::SessionRef { id: id.clone() }).await {
             for t in d.into_inner().turns {
-                *sources
-                    .entry(pb::label(t.source().as_str_name(), "TURN_SOURCE_"))
-                    .or_default() += 1;
+                *sources.entry(t.source().label()).or_default() += 1;
             }
         }
     }

@@ -470,10 +470,5 @@ pub fn inject_status(i: &pb::InjectResult) -> (InjectStatus, String) {
 /// `submitted`, `refused: …`: the agent's answer as one phrase.
 pub fn inject_label(i: &pb::InjectResult) -> String {
     let (status, reason) = inject_status(i);
-    TurnRecord {
-        inject: status,
-        reason,
-        ..Default::default()
-    }
-    .inject_label()
+    status.label(&reason)
 }

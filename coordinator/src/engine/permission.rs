@@ -65,10 +65,9 @@ impl Session {
     }
 
     pub(super) fn selecting(&mut self, mut s: Selecting, event: Event) {
-        let fail = |why: String| -> Result<(), String> { Err(why) };
         let result = match (s.stage, event) {
             (Stage::Moving, Event::KeysSent(Err(e))) => {
-                fail(format!("moving the selection failed: {e}"))
+                Err(format!("moving the selection failed: {e}"))
             }
             (Stage::Moving, Event::KeysSent(Ok(()))) => {
                 s.stage = Stage::Checking {
@@ -80,7 +79,7 @@ impl Session {
                 return self.call(Effect::Capture, Flow::Selecting(s));
             }
             (Stage::Checking { .. }, Event::Captured(Err(e))) => {
-                fail(format!("the pane could not be read: {e}"))
+                Err(format!("the pane could not be read: {e}"))
             }
             (Stage::Checking { deadline_ms }, Event::Captured(Ok(snap))) => {
                 let d = self.deps.detect(&snap);
@@ -98,7 +97,7 @@ impl Session {
                     return self.call(Effect::SendKeys(vec!["Enter".into()]), Flow::Selecting(s));
                 }
                 if self.now >= deadline_ms {
-                    fail(format!(
+                    Err(format!(
                         "the selection did not reach {:?} (it shows {:?})",
                         s.answer.label,
                         seen.unwrap_or_default()

@@ -103,8 +103,18 @@ impl Shell<'_> {
                 queue.extend(machine.on(unix_ms(), result));
             }
         }
-        self.ch.view.send_modify(|v| {
-            v.screen = machine.last_snapshot().cloned();
+        // Most events (ticks) leave the screen as it was: tell the facade only of a new one.
+        let screen = machine.last_snapshot();
+        self.ch.view.send_if_modified(|v| {
+            let same = match (&v.screen, screen) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            };
+            if !same {
+                v.screen = screen.cloned();
+            }
+            !same
         });
     }
 
