@@ -24,6 +24,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("PaneSnapshot.reason", "snapshot_reason"),
         ("InjectResult.outcome", "inject_outcome"),
         ("PaneEvent.kind", "pane_event_kind"),
+        ("PaneEvidence.source", "evidence_source"),
+        ("PaneEvidence.link", "evidence_link"),
+        ("EvidenceFact.kind", "fact_kind"),
+        ("EvidenceFact.turn_end", "turn_end_kind"),
+        ("EvidenceFact.cli_status", "cli_status_kind"),
+        ("TurnRecord.confirmed_by", "evidence_source"),
+        ("TurnRecord.judged_by", "evidence_source"),
+        ("SessionSummary.evidence", "evidence_source"),
     ] {
         build = build.field_attribute(
             format!(".karl.v1.{field}"),

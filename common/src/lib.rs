@@ -9,6 +9,8 @@
 //! - [`pane_text`]: capture preprocessing — escape stripping, normalization, stable hash, diff, novelty.
 //! - [`detect`]: the pane-state classifier and its TOML rule manifests.
 //! - [`gate`]: the validation gate every candidate prompt passes before it is typed.
+//! - [`evidence`]: what an agent CLI writes about itself (Claude Code's transcript and
+//!   session file) parsed into typed facts, and the turn state they add up to.
 //! - [`context`]: the context stack — the bounded briefing the twin model reads each turn.
 //! - [`auth`]: the shared-token check used on both gRPC services.
 //! - [`config_file`]: reading TOML config files, with errors that name the file.
@@ -26,6 +28,7 @@ pub mod config_file;
 pub mod context;
 pub mod detect;
 pub mod error;
+pub mod evidence;
 pub mod gate;
 pub mod pane_text;
 pub mod target;
@@ -87,6 +90,11 @@ pub mod pb {
             snapshot_reason: SnapshotReason = "SNAPSHOT_REASON_";
             inject_outcome: InjectOutcome = "INJECT_OUTCOME_";
             pane_event_kind: PaneEventKind = "PANE_EVENT_KIND_";
+            evidence_source: EvidenceSource = "EVIDENCE_SOURCE_";
+            evidence_link: EvidenceLink = "EVIDENCE_LINK_";
+            fact_kind: FactKind = "FACT_KIND_";
+            turn_end_kind: TurnEndKind = "TURN_END_KIND_";
+            cli_status_kind: CliStatusKind = "CLI_STATUS_KIND_";
         }
     }
 }

@@ -197,7 +197,7 @@ impl Claude {
             shell_quote(&cli.bin.display().to_string())
         );
         let mut cmdline = format!(
-            "cd {} && exec env -i TERM=\"$TERM\"",
+            "cd {} && exec env -i TERM=\"$TERM\" TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\"",
             shell_quote(&project.display().to_string())
         );
         for (k, v) in &env {
@@ -862,6 +862,94 @@ fn auto_mode_prompt_denied_by_label(version: &'static str) {
     assert_eq!(c.stub.conversation(), prompts(&show));
 }
 
+/// A session through the kinds of turn the evidence parsers read — plain text, an approved
+/// `Bash` call, an approved `Write`, an API error — run to `done`. With
+/// `KARL_CAPTURE_EVIDENCE=DIR` set, the CLI's own files (`~/.claude/projects/**`,
+/// `~/.claude/sessions/*`) are copied to `DIR/<version>/` for the fixtures.
+fn evidence_files_of_a_real_session(version: &'static str) {
+    let Some(cli) = claude_cli(version, "evidence_files") else {
+        return;
+    };
+    let steps = [
+        "Say hello to the team in one line.",
+        "Run the marker check with a shell command.",
+        "Write the notes file for the release.",
+        "Create the lexer module with a Token enum.",
+        "Check the rate limited endpoint once.",
+        "Explain the design of the parser slowly.",
+        "Summarize the changes in one short paragraph.",
+    ];
+    let slow = "Working through it now: reading the module, changing the code, running the \
+                checks, and writing down what changed for the next step.";
+    let script = Script::new()
+        .on("rate limited", Reply::error(429))
+        .on("design of the parser", Reply::slow(slow, 120))
+        .on("marker check", Reply::bash("touch karl-marker.txt"))
+        .on(
+            "notes file",
+            Reply::write_file("NOTES.md", "# Notes\n\nFirst release.\n"),
+        )
+        .on("lexer module", Reply::error(529));
+    let c = Claude::ready(&cli, script);
+    let plan = c.plan(&steps);
+    let id = c.fleet.drive(&[
+        "--goal",
+        "Prepare the release",
+        "--plan",
+        &plan,
+        "--permissions",
+        "approve-safe",
+    ]);
+    let home = c.fleet.scratch.path("home");
+    // The live session file while the CLI works and once it waits.
+    let mut statuses: Vec<String> = Vec::new();
+    let mut busy_file = None;
+    let show = loop {
+        for entry in std::fs::read_dir(home.join(".claude/sessions"))
+            .into_iter()
+            .flatten()
+        {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "json") {
+                if let Ok(text) = std::fs::read_to_string(&path) {
+                    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+                    let st = v["status"].as_str().unwrap_or("").to_string();
+                    if st == "busy" && busy_file.is_none() {
+                        busy_file = Some(text.clone());
+                    }
+                    if statuses.last() != Some(&st) {
+                        statuses.push(st);
+                    }
+                }
+            }
+        }
+        let show = c.fleet.show(&id);
+        if ["done", "escalated", "failed"]
+            .contains(&show["session"]["status"].as_str().unwrap_or(""))
+        {
+            break show;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    eprintln!("session file statuses: {statuses:?}");
+    if let Some(dir) = std::env::var_os("KARL_CAPTURE_EVIDENCE") {
+        let out = PathBuf::from(dir).join(version);
+        let status = Command::new("cp")
+            .args([
+                "-r",
+                &home.join(".claude").display().to_string(),
+                &out.display().to_string(),
+            ])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        if let Some(text) = &busy_file {
+            std::fs::write(out.join("session-busy.json"), text).unwrap();
+        }
+    }
+    c.expect_status(&show, "done", "");
+}
+
 /// One test module per pinned release: every scenario, plus those only a release has.
 macro_rules! for_each_version {
     (every: [$($scenario:ident),* $(,)?], only_2_1_330: [$($only:ident),* $(,)?] $(,)?) => {
@@ -890,6 +978,7 @@ for_each_version!(
         the_cli_exiting_mid_session_is_escalated,
         a_human_draft_in_the_box_is_never_typed_over,
         a_killed_cli_is_exited_and_nothing_reaches_the_shell,
+        evidence_files_of_a_real_session,
     ],
     // Auto mode is the default from 2.1.330 on; 2.1.197 has no such mode.
     only_2_1_330: [auto_mode_prompt_approved_by_label, auto_mode_prompt_denied_by_label],
