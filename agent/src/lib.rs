@@ -13,6 +13,8 @@
 //! - [`activity`]: the watch table — per-pane activity, settle and safety timing (pure).
 //! - [`snapshot`]: capture → cleaned text → `PaneSnapshot`.
 //! - [`inject`]: the injection protocol and the send-keys allowlist.
+//! - [`evidence`]: following the agent CLI's own transcript and session file per watched
+//!   pane, sent as facts beside the snapshots.
 //! - [`procs`]: the processes running in a pane (`ps`), evidence that the agent CLI lives.
 //! - [`error`]: the agent's error type.
 
@@ -20,6 +22,7 @@ pub mod activity;
 pub mod config;
 pub mod control;
 pub mod error;
+pub mod evidence;
 pub mod inject;
 pub mod link;
 pub mod panes;

@@ -94,7 +94,9 @@ struct Inner {
     pane_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<InjectMemory>>>>,
     buffer_seq: AtomicU64,
     verify: Verify,
-    procs: ProcessTable,
+    procs: Arc<ProcessTable>,
+    /// One evidence follower per watched pane ([`crate::evidence`]).
+    followers: Mutex<HashMap<String, JoinHandle<()>>>,
 }
 
 /// Locks a std mutex, recovering the data if a panicking thread poisoned it (the data is
@@ -152,7 +154,8 @@ impl PaneHost {
                 pane_locks: Mutex::new(HashMap::new()),
                 buffer_seq: AtomicU64::new(0),
                 verify,
-                procs: ProcessTable::new(),
+                procs: Arc::new(ProcessTable::new()),
+                followers: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -236,6 +239,7 @@ impl PaneHost {
         )
         .await?;
         let _ = self.inner.sched_tx.send(SchedMsg::Wake);
+        follow(&self.inner, &meta.pane_id, meta.pid);
         Ok(())
     }
 
@@ -261,6 +265,7 @@ impl PaneHost {
         if lock(&self.inner.table).unwatch(&pane_id).is_some() {
             info!(target: "agent.watch", pane = %pane_id, "unwatched");
         }
+        unfollow(&self.inner, &pane_id);
         sync_clients(&self.inner).await;
         Ok(())
     }
@@ -413,6 +418,9 @@ impl PaneHost {
             t.abort();
             let _ = t.await;
         }
+        for (_, f) in lock(&self.inner.followers).drain() {
+            f.abort();
+        }
         let _ops = self.inner.client_ops.lock().await;
         let slots: Vec<ClientSlot> = lock(&self.inner.clients).drain().map(|(_, s)| s).collect();
         for slot in slots {
@@ -426,6 +434,34 @@ impl PaneHost {
 fn with_processes(snap: &mut pb::PaneSnapshot, processes: Vec<String>) {
     if let Some(pane) = snap.pane.as_mut() {
         pane.processes = processes;
+    }
+}
+
+/// Starts following the agent CLI's own files for a watched pane. A pane watched again
+/// (the coordinator restarted, or resumed a session) gets a fresh follower, whose first
+/// message rebuilds the state so far for the new listener.
+fn follow(inner: &Arc<Inner>, pane_id: &str, pane_pid: u32) {
+    if pane_pid == 0 {
+        return;
+    }
+    let mut followers = lock(&inner.followers);
+    if let Some(old) = followers.remove(pane_id) {
+        old.abort();
+    }
+    followers.insert(
+        pane_id.to_string(),
+        tokio::spawn(crate::evidence::follow_pane(
+            pane_id.to_string(),
+            pane_pid,
+            inner.procs.clone(),
+            inner.outbox_tx.clone(),
+        )),
+    );
+}
+
+fn unfollow(inner: &Inner, pane_id: &str) {
+    if let Some(f) = lock(&inner.followers).remove(pane_id) {
+        f.abort();
     }
 }
 
@@ -741,6 +777,7 @@ async fn reconcile(inner: &Arc<Inner>) {
             continue;
         }
         for pane_id in missing {
+            unfollow(inner, &pane_id);
             if lock(&inner.table).unwatch(&pane_id).is_some() {
                 info!(target: "agent.watch", pane = %pane_id, "pane closed");
                 emit(

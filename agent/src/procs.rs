@@ -107,6 +107,12 @@ impl ProcessTable {
         }
     }
 
+    /// The whole process table (shared with other callers for a short while); `None`
+    /// when `ps` cannot be run.
+    pub async fn rows(&self) -> Option<Arc<Vec<PsRow>>> {
+        self.table().await
+    }
+
     async fn table(&self) -> Option<Arc<Vec<PsRow>>> {
         let mut cached = self.cached.lock().await;
         if let Some((at, rows)) = cached.as_ref() {

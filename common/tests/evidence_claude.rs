@@ -4,6 +4,8 @@
 //! tier's `evidence_files_of_a_real_session` with `KARL_CAPTURE_EVIDENCE=DIR`; paths
 //! redacted to `/Users/dev/src/proj`, request bodies and attachments blanked.
 
+#![allow(clippy::unwrap_used)]
+
 use karl_common::evidence::claude::{parse_line, SessionFile};
 use karl_common::evidence::{CliStatus, Fact, Stamped, TurnEnd, TurnState};
 

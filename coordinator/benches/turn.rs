@@ -182,7 +182,7 @@ fn main() {
             inject: InjectStatus::Pending,
             unix_ms: 1_700_000_000_000 + i as u64,
             state: d.state,
-            reason: String::new(),
+            ..Default::default()
         };
         let t = Instant::now();
         commit(

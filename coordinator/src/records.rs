@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use karl_common::detect::{AgentKind, PaneState, PermissionRequest};
+use karl_common::evidence::Source;
 use karl_common::gate::Rule;
 use serde::{Deserialize, Serialize};
 
@@ -213,6 +214,9 @@ pub enum AuditKind {
     Enter,
     /// The restart command typed after the agent exited.
     Restart,
+    /// What the agent CLI wrote about itself: a transcript followed or lost, and every
+    /// disagreement between it and the screen (with both pieces of evidence).
+    Evidence,
 }
 
 impl AuditKind {
@@ -230,6 +234,7 @@ impl AuditKind {
             AuditKind::Escalated => "escalated",
             AuditKind::Enter => "enter",
             AuditKind::Restart => "restart",
+            AuditKind::Evidence => "evidence",
         }
     }
 }
@@ -317,6 +322,15 @@ pub struct SessionRecord {
     pub escape_rotation: u32,
     /// Where the last typed prompt came from.
     pub last_source: Option<TurnSource>,
+    /// What decides "is the agent done" for this pane now: the CLI's transcript when
+    /// the agent follows it, else the screen.
+    pub evidence: Source,
+    /// The agent CLI's own session id and transcript path, when followed.
+    pub cli_session: String,
+    pub transcript: String,
+    /// Prompts the transcript showed landing, and times it and the screen disagreed.
+    pub confirmed: u32,
+    pub disagreements: u32,
 }
 
 /// One turn as recorded.
@@ -338,6 +352,15 @@ pub struct TurnRecord {
     pub state: PaneState,
     /// Why the injection was refused, failed or left unconfirmed.
     pub reason: String,
+    /// What showed the prompt landed: the transcript (the CLI wrote it as a user
+    /// message) or the screen (the agent's check after Enter).
+    pub confirmed_by: Source,
+    /// Tools the agent used in the turn, from its transcript (`Bash touch x: ok`).
+    pub tools: Vec<String>,
+    /// The agent's own words for the turn, from its transcript (capped).
+    pub response: String,
+    /// What the outcome was judged on.
+    pub judged_by: Source,
 }
 
 impl TurnRecord {

@@ -36,6 +36,8 @@ pub const STALE_AFTER: Duration = Duration::from_secs(20);
 pub enum AgentReport {
     Snapshot(Arc<pb::PaneSnapshot>),
     PaneEvent(pb::PaneEvent),
+    /// What the agent CLI in a watched pane wrote about itself.
+    Evidence(Arc<pb::PaneEvidence>),
     /// The agent's stream ended (it will usually reconnect).
     Disconnected,
     /// The agent (re)connected and said hello.
@@ -229,6 +231,9 @@ impl Registry {
             }
             pb::agent_event::Kind::PaneEvent(ev) => {
                 self.publish(&agent.machine, AgentReport::PaneEvent(ev));
+            }
+            pb::agent_event::Kind::Evidence(ev) => {
+                self.publish(&agent.machine, AgentReport::Evidence(Arc::new(ev)));
             }
             pb::agent_event::Kind::Result(result) => {
                 if let Some(pb::command_result::Detail::Panes(list)) = &result.detail {

@@ -4,6 +4,7 @@
 //! sees a wire type of the Control service.
 
 use karl_common::detect::PaneState;
+use karl_common::evidence::wire as evidence;
 use karl_common::pb;
 use karl_common::target::PaneTarget;
 
@@ -86,6 +87,7 @@ fn audit_kind(k: AuditKind) -> pb::AuditKind {
         AuditKind::Escalated => pb::AuditKind::Escalated,
         AuditKind::Enter => pb::AuditKind::Enter,
         AuditKind::Restart => pb::AuditKind::Restart,
+        AuditKind::Evidence => pb::AuditKind::Evidence,
     }
 }
 
@@ -106,6 +108,8 @@ pub fn summary(r: &SessionRecord) -> pb::SessionSummary {
         started_unix_ms: r.started_ms,
         updated_unix_ms: r.updated_ms,
         plan_only: r.plan_only,
+        evidence: evidence::source_to_wire(r.evidence) as i32,
+        cli_session: r.cli_session.clone(),
     }
 }
 
@@ -123,6 +127,10 @@ pub fn turn(t: &TurnRecord) -> pb::TurnRecord {
         inject_reason: t.reason.clone(),
         unix_ms: t.unix_ms,
         state: pane_state(t.state) as i32,
+        confirmed_by: evidence::source_to_wire(t.confirmed_by) as i32,
+        tools: t.tools.clone(),
+        response: t.response.clone(),
+        judged_by: evidence::source_to_wire(t.judged_by) as i32,
     }
 }
 

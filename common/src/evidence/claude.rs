@@ -303,6 +303,7 @@ pub fn config_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -32,6 +32,9 @@ pub struct Limits {
     /// How long after typing a screen showing our own prompt in the box may be a
     /// capture taken mid-injection (before Enter landed) rather than a lost Enter.
     pub draft_grace_ms: u64,
+    /// How long an idle-looking screen may disagree with a transcript showing a turn in
+    /// flight before a human is asked.
+    pub disagree_escalate_ms: u64,
 }
 
 impl Default for Limits {
@@ -44,6 +47,7 @@ impl Default for Limits {
             task_stuck_turns: 8,
             settle_ms: 1500,
             draft_grace_ms: 3000,
+            disagree_escalate_ms: 10 * 60 * 1000,
         }
     }
 }
@@ -156,6 +160,20 @@ pub struct SnapshotFacts<'a> {
     pub now_ms: u64,
     /// The permission request passes the gate's destructive check.
     pub permission_safe: bool,
+    /// What the agent CLI's transcript says; `None` when it is not followed (the screen
+    /// alone decides).
+    pub cli: Option<CliFacts>,
+}
+
+/// The transcript's view of the pane, for [`decide`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CliFacts {
+    /// A turn is in flight (a prompt the CLI has not closed).
+    pub busy: bool,
+    /// Our last typed prompt is in the transcript (true when none is awaited).
+    pub prompt_landed: bool,
+    /// Since when an idle screen has disagreed with a busy transcript (0: not).
+    pub disagree_since_ms: u64,
 }
 
 /// DESIGN.md's state table, as a pure function.
@@ -210,7 +228,11 @@ pub fn decide(s: &SessionRecord, f: &SnapshotFacts<'_>, limits: &Limits) -> Deci
             let since_typed = f
                 .now_ms
                 .saturating_sub(s.inject_times_ms.last().copied().unwrap_or(0));
-            if is_ours && since_typed < limits.draft_grace_ms {
+            let landed = f.cli.is_some_and(|c| c.prompt_landed && c.busy);
+            if is_ours && landed {
+                // The CLI has it (the box has not redrawn yet): never Enter again.
+                Decision::Recheck("the transcript shows our prompt landed")
+            } else if is_ours && since_typed < limits.draft_grace_ms {
                 Decision::Recheck("our prompt may still be landing")
             } else if s.awaiting_busy && is_ours && !s.enter_resent {
                 Decision::ResendEnter
@@ -236,6 +258,36 @@ pub fn decide(s: &SessionRecord, f: &SnapshotFacts<'_>, limits: &Limits) -> Deci
             }
         }
         PaneState::Idle => {
+            if let Some(cli) = f.cli {
+                if cli.busy {
+                    let since = f.now_ms.saturating_sub(cli.disagree_since_ms);
+                    if cli.disagree_since_ms != 0 && since > limits.disagree_escalate_ms {
+                        return Decision::Escalate(format!(
+                            "the screen has looked idle for {} s while the agent's transcript shows a turn in flight",
+                            since / 1000
+                        ));
+                    }
+                    return Decision::Wait("the transcript shows a turn in flight");
+                }
+                let since_typed = f
+                    .now_ms
+                    .saturating_sub(s.inject_times_ms.last().copied().unwrap_or(0));
+                if !cli.prompt_landed && s.turns > 0 {
+                    if since_typed < limits.draft_grace_ms {
+                        return Decision::Recheck("our prompt is not in the transcript yet");
+                    }
+                    if !s.enter_resent {
+                        return Decision::ResendEnter;
+                    }
+                    if since_typed < 3 * limits.draft_grace_ms {
+                        return Decision::Recheck("waiting for the Enter we pressed to land");
+                    }
+                    return Decision::Escalate(
+                        "our prompt never reached the agent's transcript, even after one more Enter"
+                            .into(),
+                    );
+                }
+            }
             if s.status == Status::Escalated && !s.auto_resume {
                 return Decision::Wait("escalated: waiting for the operator");
             }

@@ -18,6 +18,7 @@ use karl_common::detect::{Detection, DetectionInput, Detector};
 use karl_common::gate::{Gate, OtherSession};
 use karl_common::pb;
 
+use super::evidence::CliView;
 use super::permission::Selecting;
 use super::prompt::{ModelAnswer, PromptSearch};
 use super::EngineConfig;
@@ -106,6 +107,8 @@ pub enum Event {
         connected: bool,
     },
     Snapshot(Arc<pb::PaneSnapshot>),
+    /// What the agent CLI wrote about itself (handled whatever is in flight).
+    Evidence(Arc<pb::PaneEvidence>),
     /// The pane printed something (it is not waiting on our Enter any more).
     PaneOutput,
     PaneClosed,
@@ -221,6 +224,8 @@ pub struct Session {
     pub(super) recheck_at_ms: u64,
     /// The session waits because its agent is offline (cleared by any snapshot).
     pub(super) waiting_for_agent: bool,
+    /// What the agent CLI's own files say ([`super::evidence`]).
+    pub(super) cli: CliView,
 }
 
 impl Session {
@@ -238,6 +243,7 @@ impl Session {
             next_dry_fire_ms: 0,
             recheck_at_ms: 0,
             waiting_for_agent: false,
+            cli: CliView::default(),
         }
     }
 
@@ -260,6 +266,10 @@ impl Session {
         let flow = std::mem::take(&mut self.flow);
         match (flow, event) {
             (_, Event::Start { connected }) => self.start(connected),
+            (flow, Event::Evidence(ev)) => {
+                self.flow = flow;
+                self.on_evidence(ev);
+            }
             (Flow::Watching, Event::Watched(r)) => self.watched(r),
             (Flow::Capturing, Event::Captured(Ok(s))) => self.on_snapshot(s),
             (Flow::Capturing, Event::Captured(Err(e))) => {

@@ -19,6 +19,7 @@
 //! types ([`crate::wire`]).
 
 mod decide;
+mod evidence;
 mod machine;
 mod outcome;
 mod permission;

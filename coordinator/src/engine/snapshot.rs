@@ -23,8 +23,21 @@ impl Session {
         }
         let now = self.now;
         let d = self.note_snapshot(&snap);
-        let permission_safe = d.permission.as_ref().is_some_and(|p| {
-            let v = self.deps.gate.check(&p.action, &GateContext::default());
+        self.weigh(&d);
+        // The gate judges the exact input of the pending tool call when the transcript
+        // has it; the screen's rendering of it otherwise.
+        let action = match (self.pending_tool_action(), d.permission.as_ref()) {
+            (_, None) => None,
+            (Some(exact), Some(p)) => {
+                if !exact.contains(p.action.trim()) {
+                    tracing::info!(target: "coord.engine", session = %self.rec.id, screen = %p.action, transcript = %exact, "the permission prompt and the transcript name different actions; judging the transcript's");
+                }
+                Some(exact)
+            }
+            (None, Some(p)) => Some(p.action.clone()),
+        };
+        let permission_safe = action.is_some_and(|a| {
+            let v = self.deps.gate.check(&a, &GateContext::default());
             !v.reasons.iter().any(|r| r.rule == Rule::Destructive)
         });
         let facts = SnapshotFacts {
@@ -36,6 +49,7 @@ impl Session {
             },
             now_ms: now,
             permission_safe,
+            cli: self.cli.facts(),
         };
         let mut decision = decide(&self.rec, &facts, &self.deps.cfg.limits);
         // Dry run: the pane never changes, so pace recorded turns by settle_ms instead.

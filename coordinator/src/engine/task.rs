@@ -68,6 +68,7 @@ pub(super) async fn run(
                     pb::PaneEventKind::Output => Event::PaneOutput,
                     _ => continue,
                 },
+                Ok(AgentReport::Evidence(ev)) if ev.pane_id == pane_id => Event::Evidence(ev),
                 Ok(AgentReport::Disconnected) => Event::AgentDisconnected,
                 Ok(AgentReport::Connected) => Event::AgentConnected,
                 Ok(_) => continue,

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use karl_common::detect::Detection;
 use karl_common::pb;
 
+use super::evidence::Awaiting;
 use super::machine::{Effect, Flow, Session};
 use super::outcome;
 use super::prompt::{Candidate, ModelAnswer, PromptSearch, Step};
@@ -93,7 +94,7 @@ impl Session {
             },
             unix_ms: now,
             state: d.state,
-            reason: String::new(),
+            ..Default::default()
         };
         rec.turns = n;
         rec.remember_prompt(&c.prompt);
@@ -111,6 +112,13 @@ impl Session {
             }
         }
         rec.updated_ms = now;
+        if !rec.dry_run {
+            self.cli.awaiting = Some(Awaiting {
+                n,
+                text: c.prompt.clone(),
+            });
+        }
+        let rec = &mut self.rec;
         let kind = if rec.dry_run {
             AuditKind::DryRun
         } else {
@@ -160,6 +168,7 @@ impl Session {
         let ok = turn.inject.landed();
         let label = turn.inject_label();
         if !ok {
+            self.cli.awaiting = None;
             self.rec.awaiting_busy = false;
             turn.outcome = TurnOutcome::Blocked;
             self.rec.awaiting_outcome = false;
@@ -193,17 +202,35 @@ impl Session {
 
     /// Judges the last typed turn from the first settled snapshot after it.
     pub(super) fn judge_outcome(&mut self, snap: &pb::PaneSnapshot, d: &Detection) {
-        let Some(verdict) = outcome::judge(&self.rec, &snap.stable_hash, d) else {
+        // The CLI has not closed the turn: whatever the screen shows, it is not over.
+        if self.cli.facts().is_some_and(|c| c.busy) {
+            return;
+        }
+        let Some(mut verdict) = outcome::judge(&self.rec, &snap.stable_hash, d) else {
             return;
         };
-        let judged = outcome::apply(&mut self.rec, verdict, &snap.new_lines);
         let n = self.rec.turns;
-        let Some(last) = self.recent.iter_mut().rev().find(|t| t.n == n) else {
+        let Some(mut turn) = self.recent.iter().rev().find(|t| t.n == n).cloned() else {
             tracing::warn!(target: "coord.engine", session = %self.rec.id, turn = n, "judged a turn that is not on record");
             return;
         };
-        last.outcome = judged.into();
-        let turn = last.clone();
+        // The agent's own account, when its transcript covers the turn: an API error
+        // ended it whatever the screen shows, and its words say whether it is done.
+        let lines = if self.transcript_turn(&mut turn) {
+            if self.transcript_failed() {
+                verdict = crate::context::Outcome::Error;
+            } else if verdict == crate::context::Outcome::Error {
+                tracing::info!(target: "coord.engine", session = %self.rec.id, turn = n, "the screen shows an error the transcript does not; judged on the transcript");
+                verdict = crate::context::Outcome::Progress;
+            }
+            self.transcript_lines()
+        } else {
+            turn.judged_by = karl_common::evidence::Source::Screen;
+            snap.new_lines.clone()
+        };
+        let judged = outcome::apply(&mut self.rec, verdict, &lines);
+        turn.outcome = judged.into();
+        self.remember(turn.clone());
         // Every 5 turns, fold the last five judged turns into the digest.
         if n.is_multiple_of(5) {
             let notes: Vec<TurnNote> = self
@@ -217,7 +244,7 @@ impl Session {
                         .outcome
                         .judged()
                         .unwrap_or(crate::context::Outcome::Progress),
-                    response: String::new(),
+                    response: x.response.clone(),
                 })
                 .collect();
             self.rec.digest.fold(&notes);

@@ -26,7 +26,119 @@ fn facts<'a>(d: &'a Detection, hash: &'a str) -> SnapshotFacts<'a> {
         stable_hash: hash,
         now_ms: 1_000_000,
         permission_safe: true,
+        cli: None,
     }
+}
+
+fn with_cli(
+    f: SnapshotFacts<'_>,
+    busy: bool,
+    prompt_landed: bool,
+    since: u64,
+) -> SnapshotFacts<'_> {
+    SnapshotFacts {
+        cli: Some(CliFacts {
+            busy,
+            prompt_landed,
+            disagree_since_ms: since,
+        }),
+        ..f
+    }
+}
+
+#[test]
+fn an_idle_screen_is_not_typed_into_while_the_transcript_shows_a_turn_in_flight() {
+    let s = SessionRecord {
+        turns: 1,
+        inject_hash: "typed".into(),
+        inject_times_ms: vec![900_000],
+        ..session()
+    };
+    let l = Limits::default();
+    let idle = det(PaneState::Idle);
+    assert_eq!(decide(&s, &facts(&idle, "after"), &l), Decision::Fire);
+    assert_eq!(
+        decide(
+            &s,
+            &with_cli(facts(&idle, "after"), true, true, 999_000),
+            &l
+        ),
+        Decision::Wait("the transcript shows a turn in flight")
+    );
+    // Even with every task done: the turn in flight is not over.
+    let mut done = s.clone();
+    done.tasks = TaskGraph::from_steps(["only step"]);
+    done.tasks.advance(1);
+    assert!(matches!(
+        decide(
+            &done,
+            &with_cli(facts(&idle, "after"), true, true, 999_000),
+            &l
+        ),
+        Decision::Wait(_)
+    ));
+    // A disagreement that lasts is a human's to look at.
+    let long = 1_000_000 - l.disagree_escalate_ms - 1;
+    assert!(matches!(
+        decide(&s, &with_cli(facts(&idle, "after"), true, true, long), &l),
+        Decision::Escalate(r) if r.contains("transcript shows a turn in flight")
+    ));
+    // The transcript says the turn is over: the screen's idle decides as before.
+    assert_eq!(
+        decide(&s, &with_cli(facts(&idle, "after"), false, true, 0), &l),
+        Decision::Fire
+    );
+}
+
+#[test]
+fn a_prompt_missing_from_the_transcript_gets_one_enter() {
+    let mut s = SessionRecord {
+        turns: 1,
+        inject_hash: "typed".into(),
+        inject_times_ms: vec![1_000_000 - 5_000],
+        awaiting_busy: true,
+        history: vec!["Fix the build.".into()],
+        ..session()
+    };
+    let l = Limits::default();
+    let idle = det(PaneState::Idle);
+    assert_eq!(
+        decide(&s, &with_cli(facts(&idle, "typed"), false, false, 0), &l),
+        Decision::ResendEnter
+    );
+    s.enter_resent = true;
+    assert!(
+        matches!(
+            decide(&s, &with_cli(facts(&idle, "typed"), false, false, 0), &l),
+            Decision::Recheck(_)
+        ),
+        "only one Enter"
+    );
+    s.inject_times_ms = vec![1_000_000 - 10_000];
+    assert!(matches!(
+        decide(&s, &with_cli(facts(&idle, "typed"), false, false, 0), &l),
+        Decision::Escalate(r) if r.contains("never reached the agent's transcript")
+    ));
+    // Within the grace period: look again, no key.
+    s.enter_resent = false;
+    s.inject_times_ms = vec![1_000_000 - 500];
+    assert!(matches!(
+        decide(&s, &with_cli(facts(&idle, "typed"), false, false, 0), &l),
+        Decision::Recheck(_)
+    ));
+    // Our prompt still drawn in the box, but the transcript has it: no Enter.
+    s.inject_times_ms = vec![1_000_000 - 5_000];
+    let mut draft = det(PaneState::Draft);
+    draft.draft = Some("Fix the build.".into());
+    assert_eq!(
+        decide(&s, &facts(&draft, "typed"), &l),
+        Decision::ResendEnter,
+        "the screen alone presses Enter"
+    );
+    assert!(matches!(
+        decide(&s, &with_cli(facts(&draft, "typed"), true, true, 0), &l),
+        Decision::Recheck(_)
+    ));
 }
 
 #[test]

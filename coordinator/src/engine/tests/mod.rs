@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod decide;
+mod evidence;
 mod flows;
 mod shell;
 mod table;

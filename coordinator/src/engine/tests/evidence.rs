@@ -1,0 +1,250 @@
+//! The machine on the agent CLI's own account: the transcript confirms prompts, holds an
+//! idle-looking screen while a turn is in flight, ends turns at once, fills the turn
+//! record, and gives the gate the exact tool input.
+
+use std::sync::Arc;
+
+use karl_common::evidence::{wire, CliStatus, Fact, Source, Stamped, TurnEnd};
+use karl_common::pb;
+
+use super::*;
+use crate::records::{PermissionPolicy, TurnOutcome};
+
+const GOOD: &str = "Add a GET /health route in src/routes.rs that returns ok, then run cargo test";
+const NEXT: &str = "Run cargo clippy and fix every warning it reports in src/";
+
+fn evidence(link: pb::EvidenceLink, facts: Vec<Fact>) -> Event {
+    let facts = facts
+        .into_iter()
+        .map(|fact| {
+            wire::to_wire(&Stamped {
+                fact,
+                written_ms: T0,
+            })
+        })
+        .collect();
+    Event::Evidence(Arc::new(pb::PaneEvidence {
+        pane_id: "%1".into(),
+        source: pb::EvidenceSource::Transcript as i32,
+        cli_session: "abc-123".into(),
+        path: "/Users/dev/.claude/projects/-Users-dev-shop/abc-123.jsonl".into(),
+        facts,
+        observed_unix_ms: T0,
+        link: link as i32,
+        detail: "Claude Code 2.1.330 (pid 42)".into(),
+    }))
+}
+
+fn attach(h: &mut Harness, replay: Vec<Fact>) {
+    h.feed(evidence(pb::EvidenceLink::Attached, replay));
+}
+
+fn facts(h: &mut Harness, facts: Vec<Fact>) {
+    h.feed(evidence(pb::EvidenceLink::Facts, facts));
+}
+
+fn prompt(text: &str) -> Fact {
+    Fact::Prompt { text: text.into() }
+}
+
+fn ended() -> Fact {
+    Fact::TurnEnded {
+        how: TurnEnd::Completed,
+    }
+}
+
+/// Started on an idle screen with the transcript followed: turn 1 typed.
+fn typed_first_turn() -> Harness {
+    let mut h = Harness::new(record());
+    attach(
+        &mut h,
+        vec![Fact::Status {
+            status: CliStatus::Idle,
+        }],
+    );
+    h.model.push_back(Ok(GOOD.into()));
+    h.feed(Event::Start { connected: true });
+    assert_eq!(h.typed(), [GOOD]);
+    assert_eq!(h.rec().evidence, Source::Transcript);
+    assert_eq!(h.rec().cli_session, "abc-123");
+    h
+}
+
+#[test]
+fn a_typed_prompt_is_confirmed_by_the_transcript_once() {
+    let mut h = typed_first_turn();
+    assert_eq!(h.turns()[0].confirmed_by, Source::Screen);
+    facts(&mut h, vec![prompt(GOOD)]);
+    assert_eq!(h.turns()[0].confirmed_by, Source::Transcript);
+    assert_eq!(h.rec().confirmed, 1);
+    assert!(h
+        .audits(AuditKind::Evidence)
+        .iter()
+        .all(|a| !a.detail.contains("second time")));
+    // The same prompt again: it reached the CLI twice, and that is on record.
+    facts(&mut h, vec![ended(), prompt(GOOD)]);
+    assert_eq!(h.rec().confirmed, 1);
+    let audits = h.audits(AuditKind::Evidence);
+    assert!(
+        audits.iter().any(|a| a.detail.contains("second time")),
+        "{audits:?}"
+    );
+    // A prompt nobody in KARL typed.
+    facts(&mut h, vec![ended(), prompt("what does this repo do?")]);
+    let audits = h.audits(AuditKind::Evidence);
+    assert!(
+        audits.iter().any(|a| a.detail.contains("did not type")),
+        "{audits:?}"
+    );
+}
+
+#[test]
+fn an_idle_screen_is_never_typed_into_while_the_transcript_shows_a_turn_in_flight() {
+    let mut h = typed_first_turn();
+    facts(&mut h, vec![prompt(GOOD)]);
+    h.show(WORKING);
+    // The screen settles on an idle frame, but the CLI has not closed the turn.
+    h.model.push_back(Ok(NEXT.into()));
+    h.show(IDLE);
+    h.show(IDLE);
+    assert_eq!(h.typed(), [GOOD], "typed into a turn in flight");
+    assert_eq!(
+        h.turns()[0].outcome,
+        TurnOutcome::Pending,
+        "judged too early"
+    );
+    assert_eq!(h.rec().disagreements, 1, "one disagreement, audited once");
+    let audits = h.audits(AuditKind::Evidence);
+    let d: Vec<_> = audits
+        .iter()
+        .filter(|a| a.detail.contains("disagreement"))
+        .collect();
+    assert_eq!(d.len(), 1, "{audits:?}");
+    assert!(d[0].detail.contains("screen: idle by rule") && d[0].detail.contains(GOOD));
+    // The transcript closes the turn: the engine looks at once, the screen agrees, and
+    // the turn is judged on the agent's own words.
+    let before = h.effects.len();
+    facts(
+        &mut h,
+        vec![
+            Fact::ToolCall {
+                id: "t1".into(),
+                name: "Bash".into(),
+                input: r#"{"command":"cargo test"}"#.into(),
+            },
+            Fact::ToolResult {
+                id: "t1".into(),
+                ok: true,
+                output: "test result: ok".into(),
+            },
+            Fact::AssistantText {
+                text: "Added the route; cargo test passes.".into(),
+            },
+            ended(),
+        ],
+    );
+    assert!(
+        matches!(h.effects.get(before), Some(Effect::Capture)),
+        "no capture on the turn end: {:?}",
+        &h.effects[before..]
+    );
+    assert_eq!(h.typed(), [GOOD, NEXT]);
+    let t = &h.turns()[0];
+    assert_eq!(t.outcome, TurnOutcome::Progress);
+    assert_eq!(t.judged_by, Source::Transcript);
+    assert_eq!(t.response, "Added the route; cargo test passes.");
+    assert_eq!(t.tools, ["Bash cargo test: ok"]);
+}
+
+#[test]
+fn an_api_error_in_the_transcript_is_an_error_turn_whatever_the_screen() {
+    let mut h = typed_first_turn();
+    facts(&mut h, vec![prompt(GOOD)]);
+    h.show(WORKING);
+    h.model.push_back(Ok(NEXT.into()));
+    // The error is on screen by the time the engine looks.
+    h.screen = snapshot(IDLE, 100);
+    facts(
+        &mut h,
+        vec![
+            Fact::ApiError {
+                status: 529,
+                message: "API Error: 529 Overloaded".into(),
+                limit: false,
+                resets: None,
+            },
+            Fact::TurnEnded {
+                how: TurnEnd::ApiError,
+            },
+        ],
+    );
+    let t = &h.turns()[0];
+    assert_eq!(t.outcome, TurnOutcome::Error, "{t:?}");
+    assert_eq!(t.judged_by, Source::Transcript);
+}
+
+#[test]
+fn a_lost_enter_is_repaired_from_the_transcript_once() {
+    let mut h = typed_first_turn();
+    // The screen reads idle, the transcript never shows the prompt.
+    h.after_typing = IDLE;
+    h.advance(4000);
+    h.show(IDLE);
+    assert_eq!(h.keys(), [vec!["Enter".to_string()]]);
+    assert_eq!(h.audits(AuditKind::Enter).len(), 1);
+    h.advance(1000);
+    h.show(IDLE);
+    assert_eq!(h.keys().len(), 1, "one Enter only");
+    // It lands now: no more keys, and the turn goes on.
+    facts(&mut h, vec![prompt(GOOD)]);
+    assert_eq!(h.turns()[0].confirmed_by, Source::Transcript);
+    assert_eq!(h.keys().len(), 1);
+}
+
+#[test]
+fn approve_safe_judges_the_exact_tool_input_from_the_transcript() {
+    // The screen shows `sleep 25 && touch .build-done`; the transcript's pending call is
+    // what will actually run.
+    for (command, approved) in [
+        ("sleep 25 && touch .build-done", true),
+        ("rm -rf ~/projects", false),
+    ] {
+        let mut rec = record();
+        rec.permissions = PermissionPolicy::ApproveSafe;
+        let mut h = Harness::new(rec);
+        h.screen = snapshot(PERMISSION, 1);
+        let input = serde_json::json!({ "command": command }).to_string();
+        attach(
+            &mut h,
+            vec![
+                prompt("Run the build"),
+                Fact::ToolCall {
+                    id: "t9".into(),
+                    name: "Bash".into(),
+                    input,
+                },
+            ],
+        );
+        h.feed(Event::Start { connected: true });
+        if approved {
+            assert_eq!(h.keys(), [vec!["Enter".to_string()]], "{command}");
+        } else {
+            assert!(h.keys().is_empty(), "{command}: {:?}", h.keys());
+            assert_eq!(h.rec().status, Status::Escalated);
+            assert!(h.rec().reason.contains("destructive"), "{}", h.rec().reason);
+        }
+    }
+}
+
+#[test]
+fn without_a_transcript_the_screen_decides_as_before() {
+    let mut h = typed_first_turn();
+    facts(&mut h, vec![prompt(GOOD)]);
+    h.show(WORKING);
+    h.feed(evidence(pb::EvidenceLink::Detached, vec![]));
+    assert_eq!(h.rec().evidence, Source::Screen);
+    h.model.push_back(Ok(NEXT.into()));
+    h.show(IDLE);
+    assert_eq!(h.typed(), [GOOD, NEXT], "{:?}", h.turns());
+    assert_eq!(h.turns()[0].judged_by, Source::Screen);
+}
