@@ -323,6 +323,20 @@ async fn paste(
     Ok(())
 }
 
+/// `KARL_TEST_FAULT=lose-first-enter`: the first injection's Enter is never sent and it is
+/// reported submitted. For the compatibility tier's lost-Enter test only; unset, nothing
+/// changes.
+fn fault_lose_enter() -> bool {
+    static ARMED: std::sync::OnceLock<std::sync::atomic::AtomicBool> = std::sync::OnceLock::new();
+    ARMED
+        .get_or_init(|| {
+            std::sync::atomic::AtomicBool::new(
+                std::env::var("KARL_TEST_FAULT").is_ok_and(|v| v == "lose-first-enter"),
+            )
+        })
+        .swap(false, std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Runs the protocol on a resolved pane. The caller holds the pane's lock and passes the
 /// pane's memory; `buffer` is a buffer name unique to this call.
 pub async fn run(
@@ -411,6 +425,17 @@ pub async fn run(
         }
     }
 
+    if fault_lose_enter() {
+        // Test fault: the Enter is lost and the screen check fooled, as when a CLI drops a
+        // key mid-redraw and the box looks taken. Only the agent CLI's own transcript can
+        // tell.
+        info!(target: "agent.inject", pane = pane_id, "KARL_TEST_FAULT: this Enter is lost");
+        return Outcome {
+            outcome: pb::InjectOutcome::Submitted,
+            reason: String::new(),
+            enter_retries: 0,
+        };
+    }
     let mut retries = 0u32;
     loop {
         if let Err(e) = tmux

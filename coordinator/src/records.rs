@@ -331,6 +331,20 @@ pub struct SessionRecord {
     /// Prompts the transcript showed landing, and times it and the screen disagreed.
     pub confirmed: u32,
     pub disagreements: u32,
+    /// The last turn ends written in the transcript: ms from the CLI writing each to the
+    /// coordinator seeing it, and to the engine's decision on the screen that agreed.
+    pub turn_end_seen_ms: Vec<u64>,
+    pub turn_end_decided_ms: Vec<u64>,
+}
+
+/// Latencies kept per session (newest last).
+pub const KEEP_LATENCIES: usize = 64;
+
+/// Appends a latency, keeping the last [`KEEP_LATENCIES`].
+pub fn push_latency(v: &mut Vec<u64>, ms: u64) {
+    v.push(ms);
+    let excess = v.len().saturating_sub(KEEP_LATENCIES);
+    v.drain(..excess);
 }
 
 /// One turn as recorded.

@@ -279,6 +279,21 @@ pub fn turn(t: &pb::TurnRecord, json: bool) {
     for g in &t.gate {
         println!("    gate: {g}");
     }
+    // Which evidence decided: the agent CLI's transcript, or the screen.
+    if t.confirmed_by() != pb::EvidenceSource::Screen || t.judged_by() != pb::EvidenceSource::Screen
+    {
+        println!(
+            "    evidence: landed per {}, judged on {}",
+            t.confirmed_by().label(),
+            t.judged_by().label()
+        );
+    }
+    for tool in &t.tools {
+        println!("    tool: {tool}");
+    }
+    if !t.response.is_empty() {
+        println!("    agent: {}", t.response.replace('\n', "\n           "));
+    }
 }
 
 pub fn update(u: &pb::SessionUpdate, json: bool) {
@@ -320,6 +335,17 @@ pub fn show(d: &pb::SessionDetail, json: bool) {
         if s.dry_run { " (dry run)" } else { "" },
         if s.plan_only { " (plan-only)" } else { "" }
     );
+    match s.evidence() {
+        pb::EvidenceSource::Screen => println!("evidence screen (no agent transcript followed)"),
+        src => println!(
+            "evidence {} {} (CLI session {}); {} prompts confirmed, {} disagreements with the screen",
+            src.label(),
+            rec["transcript"].as_str().unwrap_or(""),
+            s.cli_session,
+            rec["confirmed"].as_u64().unwrap_or(0),
+            rec["disagreements"].as_u64().unwrap_or(0)
+        ),
+    }
     if let Some(tasks) = rec["tasks"]["tasks"].as_array() {
         println!("tasks");
         for t in tasks {

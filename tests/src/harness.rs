@@ -240,8 +240,22 @@ pub fn start_agent_with(
     tmux_socket: &str,
     extra: &[&str],
 ) -> Proc {
+    start_agent_env(scratch, coord_url, machine, token, tmux_socket, extra, &[])
+}
+
+/// [`start_agent_with`] with extra environment (e.g. `KARL_TEST_FAULT`).
+pub fn start_agent_env(
+    scratch: &Scratch,
+    coord_url: &str,
+    machine: &str,
+    token: Option<&str>,
+    tmux_socket: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Proc {
     let mut cmd = karl_command("karl-agent", scratch.dir.path());
     cmd.args(extra);
+    cmd.envs(env.iter().copied());
     cmd.arg("--coord")
         .arg(coord_url)
         .arg("--machine")
@@ -437,12 +451,24 @@ impl Fleet {
         height: u16,
         coord_args: &[&str],
     ) -> Fleet {
+        Self::start_command_env(scratch, cmdline, width, height, coord_args, &[])
+    }
+
+    /// [`Fleet::start_command`] with extra environment for karl-agent.
+    pub fn start_command_env(
+        scratch: Scratch,
+        cmdline: &str,
+        width: u16,
+        height: u16,
+        coord_args: &[&str],
+        agent_env: &[(&str, &str)],
+    ) -> Fleet {
         let tmux = TmuxServer::new();
         let standin_log = scratch.path("standin.log");
         let pane = tmux
             .new_session("work", width, height, cmdline)
             .expect("tmux new-session");
-        Self::launch(scratch, tmux, pane, standin_log, coord_args)
+        Self::launch_env(scratch, tmux, pane, standin_log, coord_args, agent_env)
     }
 
     /// Coordinator (test config, no model unless `coord_args` names one) and agent for
@@ -453,6 +479,17 @@ impl Fleet {
         pane: String,
         standin_log: PathBuf,
         coord_args: &[&str],
+    ) -> Fleet {
+        Self::launch_env(scratch, tmux, pane, standin_log, coord_args, &[])
+    }
+
+    fn launch_env(
+        scratch: Scratch,
+        tmux: TmuxServer,
+        pane: String,
+        standin_log: PathBuf,
+        coord_args: &[&str],
+        agent_env: &[(&str, &str)],
     ) -> Fleet {
         // A caller that prepared `scratch` may have written its own config already.
         let config = scratch.path("karl-coord.toml");
@@ -467,7 +504,15 @@ impl Fleet {
         }
         args.extend_from_slice(coord_args);
         let coord = Coord::start(&scratch, None, &args);
-        let agent = start_agent(&scratch, &coord.url(), "mac2", None, tmux.socket());
+        let agent = start_agent_env(
+            &scratch,
+            &coord.url(),
+            "mac2",
+            None,
+            tmux.socket(),
+            &[],
+            agent_env,
+        );
         wait_agent(&scratch, &coord, "mac2", Duration::from_secs(15))
             .expect("agent did not connect");
         Fleet {

@@ -141,6 +141,16 @@ fn idle_screen(s: &str) -> bool {
 
 impl Claude {
     fn start(cli: &Cli, script: Script, accepted: Accepted, mode: Mode) -> Claude {
+        Claude::start_env(cli, script, accepted, mode, &[])
+    }
+
+    fn start_env(
+        cli: &Cli,
+        script: Script,
+        accepted: Accepted,
+        mode: Mode,
+        agent_env: &[(&str, &str)],
+    ) -> Claude {
         let stub = AnthropicStub::start(script).unwrap();
         let scratch = Scratch::new();
         let home = scratch.path("home");
@@ -204,7 +214,7 @@ impl Claude {
             cmdline.push_str(&format!(" {k}={}", shell_quote(v)));
         }
         cmdline.push_str(&format!(" sh -c {}", shell_quote(&inner)));
-        let fleet = Fleet::start_command(scratch, &cmdline, 120, 40, &[]);
+        let fleet = Fleet::start_command_env(scratch, &cmdline, 120, 40, &[], agent_env);
         Claude {
             fleet,
             stub,
@@ -216,6 +226,12 @@ impl Claude {
     /// empty input box.
     fn ready(cli: &Cli, script: Script) -> Claude {
         Claude::ready_in(cli, script, Mode::Manual)
+    }
+
+    fn ready_with_agent_env(cli: &Cli, script: Script, env: &[(&str, &str)]) -> Claude {
+        let c = Claude::start_env(cli, script, ALL, Mode::Manual, env);
+        c.wait_screen(Duration::from_secs(30), "the empty input box", idle_screen);
+        c
     }
 
     fn ready_in(cli: &Cli, script: Script, mode: Mode) -> Claude {
@@ -375,6 +391,9 @@ fn ten_turn_session_every_prompt_arrives_exactly_once(version: &'static str) {
             "{t}"
         );
     }
+    // The CLI's own transcript showed every prompt land, once each, and closed every
+    // turn; the engine saw each turn end within moments of its writing.
+    assert_evidence(&c, &id, &show, typed.len());
     // The conversation the CLI last sent holds every typed prompt once, in order, and
     // nothing else; and each prompt opened exactly one turn request.
     assert_eq!(c.stub.conversation(), typed);
@@ -950,6 +969,196 @@ fn evidence_files_of_a_real_session(version: &'static str) {
     c.expect_status(&show, "done", "");
 }
 
+/// What the transcript evidence of a finished session must show: followed, `n` prompts
+/// confirmed by the transcript and none twice or from elsewhere, every turn judged on the
+/// agent's own words, and turn ends seen by the coordinator soon after the CLI wrote
+/// them (figures printed for the closing notes).
+fn assert_evidence(c: &Claude, id: &str, show: &serde_json::Value, n: usize) {
+    let s = &show["session"];
+    assert_eq!(s["evidence"], "transcript", "{s}\n{}", c.diag());
+    assert_eq!(s["cli_session"].as_str().unwrap_or("").len(), 36, "{s}");
+    let rec = &show["record"];
+    assert_eq!(rec["confirmed"].as_u64(), Some(n as u64), "{rec}");
+    for t in turns(show) {
+        assert_eq!(t["confirmed_by"], "transcript", "{t}");
+        assert_eq!(t["judged_by"], "transcript", "{t}");
+    }
+    let audit = c.fleet.ctl(&["audit", "--session", id, "--json"]);
+    for bad in ["second time", "did not type"] {
+        assert!(!audit.stdout.contains(bad), "{bad}: {}", audit.stdout);
+    }
+    let mut seen: Vec<u64> = rec["turn_end_seen_ms"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_u64()).collect())
+        .unwrap_or_default();
+    let decided: Vec<u64> = rec["turn_end_decided_ms"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_u64()).collect())
+        .unwrap_or_default();
+    eprintln!(
+        "turn ends seen after (ms): {seen:?}; decided after (ms): {decided:?}; disagreements: {}",
+        rec["disagreements"]
+    );
+    assert!(
+        seen.len() >= n,
+        "{n} turns, {} turn ends seen: {rec}\n{}",
+        seen.len(),
+        c.diag()
+    );
+    seen.sort_unstable();
+    let median = seen[seen.len() / 2];
+    assert!(
+        median <= 300,
+        "turn ends seen after a median {median} ms: {seen:?}"
+    );
+}
+
+/// The transcript of the CLI in the pane (the one live session file names).
+fn transcript_of(c: &Claude) -> PathBuf {
+    let home = c.fleet.scratch.path("home");
+    let sessions = home.join(".claude/sessions");
+    let file = std::fs::read_dir(&sessions)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a live session file");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let cwd = v["cwd"].as_str().unwrap();
+    let dir: String = cwd
+        .chars()
+        .map(|ch| if ch.is_ascii_alphanumeric() { ch } else { '-' })
+        .collect();
+    home.join(".claude/projects")
+        .join(dir)
+        .join(format!("{}.jsonl", v["sessionId"].as_str().unwrap()))
+}
+
+/// Appends one line to a file, as the CLI does.
+fn append_line(path: &Path, line: &str) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    writeln!(f, "{line}").unwrap();
+}
+
+/// The screen looks idle but the transcript says a turn is in flight (a prompt the CLI has
+/// not closed, written here the way the CLI writes one): KARL waits, never types, and
+/// audits the disagreement with both sides; once the transcript closes the turn, the
+/// session goes on.
+fn an_idle_screen_with_a_turn_in_flight_in_the_transcript_is_not_typed_into(version: &'static str) {
+    let Some(cli) = claude_cli(version, "idle_screen_turn_in_flight") else {
+        return;
+    };
+    let steps = [
+        "Say hello to the team in one line.",
+        "Summarize the changes in one short paragraph.",
+    ];
+    let c = Claude::ready(&cli, Script::new());
+    let plan = c.plan(&steps);
+    let id = c
+        .fleet
+        .drive(&["--goal", "Write the parser", "--plan", &plan]);
+    wait_for(Duration::from_secs(30), || {
+        (c.stub.conversation().len() == 1).then_some(())
+    })
+    .unwrap_or_else(|| panic!("the first prompt never reached the API\n{}", c.diag()));
+    c.ctl_ok(&["pause", &id]);
+    c.wait_status(&id, Duration::from_secs(10), &["paused"]);
+    c.wait_screen(Duration::from_secs(20), "an idle CLI", idle_screen);
+    // The CLI has written the first turn out (2.1.197 writes its lines in batches)…
+    let transcript = transcript_of(&c);
+    wait_for(Duration::from_secs(10), || {
+        std::fs::read_to_string(&transcript)
+            .ok()
+            .filter(|t| t.contains("turn_duration"))
+            .map(|_| ())
+    })
+    .expect("the CLI closed the first turn in its transcript");
+    // …and now shows a turn it has not closed.
+    let line = serde_json::json!({
+        "type": "user",
+        "message": {"role": "user", "content": "A prompt from another window."},
+        "timestamp": "2026-11-24T00:00:00.000Z",
+        "promptSource": "typed",
+    });
+    append_line(&transcript, &line.to_string());
+    std::thread::sleep(Duration::from_millis(500));
+    c.ctl_ok(&["resume", &id]);
+    // Settles, safety captures: the screen stays idle, the session waits.
+    std::thread::sleep(Duration::from_secs(6));
+    assert_eq!(
+        c.stub.conversation(),
+        [steps[0]],
+        "typed into a turn in flight\n{}",
+        c.diag()
+    );
+    let show = c.fleet.show(&id);
+    assert_eq!(prompts(&show), [steps[0]]);
+    assert!(
+        show["record"]["disagreements"].as_u64().unwrap_or(0) >= 1,
+        "{}",
+        show["record"]
+    );
+    let audit = c.fleet.ctl(&["audit", "--session", &id, "--json"]);
+    assert!(
+        audit.stdout.contains("disagreement")
+            && audit.stdout.contains("A prompt from another window."),
+        "{}",
+        audit.stdout
+    );
+    // The CLI closes that turn: the session goes on and finishes.
+    append_line(
+        &transcript,
+        r#"{"type":"system","subtype":"turn_duration","durationMs":5,"timestamp":"2026-11-24T00:00:01.000Z"}"#,
+    );
+    let show = c.wait_status(&id, Duration::from_secs(40), &["done", "escalated"]);
+    c.expect_status(&show, "done", "");
+    assert_eq!(c.stub.conversation(), steps);
+}
+
+/// The first Enter is lost and the agent's screen check fooled (`KARL_TEST_FAULT`): the
+/// transcript never shows the prompt, so KARL presses Enter once — only Enter — and the
+/// transcript then confirms it; the prompt reaches the API once.
+fn a_lost_enter_is_detected_and_repaired_from_the_transcript(version: &'static str) {
+    let Some(cli) = claude_cli(version, "lost_enter") else {
+        return;
+    };
+    let steps = ["Say hello to the team in one line."];
+    let c = Claude::ready_with_agent_env(
+        &cli,
+        Script::new(),
+        &[("KARL_TEST_FAULT", "lose-first-enter")],
+    );
+    let plan = c.plan(&steps);
+    let id = c
+        .fleet
+        .drive(&["--goal", "Write the parser", "--plan", &plan]);
+    let show = c.wait_status(
+        &id,
+        Duration::from_secs(40),
+        &["done", "escalated", "failed"],
+    );
+    c.expect_status(&show, "done", "");
+    assert_eq!(c.stub.conversation(), steps);
+    assert_eq!(c.stub.attempts(steps[0]), 1);
+    let audit = c.fleet.ctl(&["audit", "--session", &id, "--json"]);
+    assert!(
+        audit
+            .stdout
+            .contains("transcript does not show our prompt; pressed Enter once"),
+        "{}",
+        audit.stdout
+    );
+    assert_eq!(
+        audit.stdout.matches("pressed Enter once").count(),
+        1,
+        "{}",
+        audit.stdout
+    );
+    let t = &turns(&show)[0];
+    assert_eq!(t["confirmed_by"], "transcript", "{t}");
+}
+
 /// One test module per pinned release: every scenario, plus those only a release has.
 macro_rules! for_each_version {
     (every: [$($scenario:ident),* $(,)?], only_2_1_330: [$($only:ident),* $(,)?] $(,)?) => {
@@ -979,6 +1188,8 @@ for_each_version!(
         a_human_draft_in_the_box_is_never_typed_over,
         a_killed_cli_is_exited_and_nothing_reaches_the_shell,
         evidence_files_of_a_real_session,
+        an_idle_screen_with_a_turn_in_flight_in_the_transcript_is_not_typed_into,
+        a_lost_enter_is_detected_and_repaired_from_the_transcript,
     ],
     // Auto mode is the default from 2.1.330 on; 2.1.197 has no such mode.
     only_2_1_330: [auto_mode_prompt_approved_by_label, auto_mode_prompt_denied_by_label],

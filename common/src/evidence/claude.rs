@@ -41,7 +41,32 @@ fn object(line: &str) -> Result<serde_json::Map<String, Value>, ParseError> {
 
 /// The facts in one transcript line (often none: most lines are bookkeeping).
 pub fn parse_line(line: &str) -> Result<Vec<Stamped>, ParseError> {
+    parse_entry(line).map(|e| e.facts)
+}
+
+/// One transcript line: its `uuid` (the CLI's id for the entry, when it has one) and its
+/// facts. A reader keeps the ids it has seen, so a file the CLI rewrites (2.1.197 does,
+/// reordering lines) is never read twice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub id: Option<String>,
+    pub facts: Vec<Stamped>,
+}
+
+pub fn parse_entry(line: &str) -> Result<Entry, ParseError> {
     let o = object(line)?;
+    let id = o
+        .get("uuid")
+        .and_then(Value::as_str)
+        .filter(|u| !u.is_empty())
+        .map(str::to_string);
+    Ok(Entry {
+        id,
+        facts: entry_facts(&o),
+    })
+}
+
+fn entry_facts(o: &serde_json::Map<String, Value>) -> Vec<Stamped> {
     let written_ms = o
         .get("timestamp")
         .and_then(Value::as_str)
@@ -51,11 +76,11 @@ pub fn parse_line(line: &str) -> Result<Vec<Stamped>, ParseError> {
     let ty = o.get("type").and_then(Value::as_str).unwrap_or("");
     // Sub-agents write into the same file; their turns are not the session's.
     if o.get("isSidechain").and_then(Value::as_bool) == Some(true) {
-        return Ok(Vec::new());
+        return Vec::new();
     }
     let facts = match ty {
-        "user" => user_facts(&o),
-        "assistant" => assistant_facts(&o),
+        "user" => user_facts(o),
+        "assistant" => assistant_facts(o),
         "system" => match o.get("subtype").and_then(Value::as_str) {
             Some("turn_duration") => vec![Fact::TurnEnded {
                 how: TurnEnd::Completed,
@@ -65,7 +90,7 @@ pub fn parse_line(line: &str) -> Result<Vec<Stamped>, ParseError> {
         },
         _ => Vec::new(),
     };
-    Ok(facts.into_iter().map(stamp).collect())
+    facts.into_iter().map(stamp).collect()
 }
 
 /// The text of a message's content: a string, or its `text` blocks joined.

@@ -179,9 +179,42 @@ pub fn parse_utc_ms(s: &str) -> Option<u64> {
     Some(((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis)
 }
 
+/// Formats Unix milliseconds the way the CLIs write timestamps
+/// (`2026-11-24T00:43:17.159Z`); the inverse of [`parse_utc_ms`].
+pub fn format_utc_ms(ms: u64) -> String {
+    let days = (ms / 86_400_000) as i64;
+    let rem = ms % 86_400_000;
+    // Civil date from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn formatting_is_the_inverse_of_parsing() {
+        assert_eq!(format_utc_ms(1_795_480_997_159), "2026-11-24T00:43:17.159Z");
+        assert_eq!(format_utc_ms(0), "1970-01-01T00:00:00.000Z");
+        for ms in [0, 951_782_400_000, 1_709_208_000_123, 4_102_444_799_999] {
+            assert_eq!(parse_utc_ms(&format_utc_ms(ms)), Some(ms), "{ms}");
+        }
+    }
 
     #[test]
     fn utc_timestamps_parse_to_unix_ms() {

@@ -234,7 +234,11 @@ pub fn decide(s: &SessionRecord, f: &SnapshotFacts<'_>, limits: &Limits) -> Deci
                 Decision::Recheck("the transcript shows our prompt landed")
             } else if is_ours && since_typed < limits.draft_grace_ms {
                 Decision::Recheck("our prompt may still be landing")
-            } else if s.awaiting_busy && is_ours && !s.enter_resent {
+            } else if (s.awaiting_busy || f.cli.is_some_and(|c| !c.prompt_landed))
+                && is_ours
+                && !s.enter_resent
+            {
+                // The pane never took it, or the transcript shows it never arrived.
                 Decision::ResendEnter
             } else if is_ours {
                 Decision::Escalate("our prompt is stuck unsent in the input box".into())

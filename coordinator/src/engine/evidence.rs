@@ -26,7 +26,7 @@ use karl_common::pb;
 
 use super::decide::CliFacts;
 use super::machine::{Effect, Flow, Session};
-use crate::records::{AuditKind, Status, TurnRecord};
+use crate::records::{push_latency, AuditKind, Status, TurnRecord};
 
 /// Characters of the agent's own words kept on a turn record.
 const RESPONSE_CHARS: usize = 600;
@@ -50,6 +50,8 @@ pub(super) struct CliView {
     /// When the screen started to look idle while the transcript showed a turn in flight
     /// (0: they agree).
     pub disagree_since_ms: u64,
+    /// When the CLI wrote the turn end the engine has not decided on yet (0: none).
+    pub ended_written_ms: u64,
 }
 
 impl CliView {
@@ -142,10 +144,13 @@ impl Session {
                     }
                 }
                 if ended {
-                    let lag = ev
-                        .observed_unix_ms
-                        .saturating_sub(facts.last().map(|f| f.written_ms).unwrap_or(0));
-                    tracing::debug!(target: "coord.engine", session = %self.rec.id, lag_ms = lag, "the transcript ended a turn; looking at the screen now");
+                    let written = facts.last().map(|f| f.written_ms).unwrap_or(0);
+                    if written != 0 {
+                        let seen = self.now.saturating_sub(written);
+                        push_latency(&mut self.rec.turn_end_seen_ms, seen);
+                        self.cli.ended_written_ms = written;
+                        tracing::debug!(target: "coord.engine", session = %self.rec.id, seen_ms = seen, agent_ms = ev.observed_unix_ms.saturating_sub(written), "the transcript ended a turn; looking at the screen now");
+                    }
                     self.look_now();
                 }
             }
@@ -215,11 +220,17 @@ impl Session {
     }
 
     /// Weighs the screen against the transcript after a snapshot's detection: a new
-    /// disagreement is audited with both pieces of evidence; agreement clears it.
+    /// disagreement is audited with both pieces of evidence; agreement clears it. The
+    /// first screen that agrees with a turn end times the decision.
     pub(super) fn weigh(&mut self, d: &Detection) {
         let Some(cli) = self.cli.facts() else {
             return;
         };
+        if self.cli.ended_written_ms != 0 && !cli.busy && d.state != PaneState::Working {
+            let ms = self.now.saturating_sub(self.cli.ended_written_ms);
+            push_latency(&mut self.rec.turn_end_decided_ms, ms);
+            self.cli.ended_written_ms = 0;
+        }
         let disagree = d.state == PaneState::Idle && cli.busy;
         if !disagree {
             if self.cli.disagree_since_ms != 0 {

@@ -177,10 +177,15 @@ impl Session {
             .err()
             .map(|e| format!(" — failed: {e}"))
             .unwrap_or_default();
+        let why = if self.cli.attached {
+            "the agent's transcript does not show our prompt"
+        } else {
+            "our prompt sat unsent"
+        };
         self.audit(
             AuditKind::Enter,
             "",
-            format!("our prompt sat unsent; pressed Enter once{failed}"),
+            format!("{why}; pressed Enter once{failed}"),
         );
         self.save(false);
     }

@@ -202,8 +202,9 @@ impl Session {
 
     /// Judges the last typed turn from the first settled snapshot after it.
     pub(super) fn judge_outcome(&mut self, snap: &pb::PaneSnapshot, d: &Detection) {
-        // The CLI has not closed the turn: whatever the screen shows, it is not over.
-        if self.cli.facts().is_some_and(|c| c.busy) {
+        // The CLI has not started the turn (our prompt is not in its transcript yet) or
+        // not closed it: whatever the screen shows, it is not over.
+        if self.cli.facts().is_some_and(|c| c.busy || !c.prompt_landed) {
             return;
         }
         let Some(mut verdict) = outcome::judge(&self.rec, &snap.stable_hash, d) else {

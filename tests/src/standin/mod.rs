@@ -26,6 +26,8 @@
 //!   draft (Enter does nothing, Tab takes it into the draft, typing replaces it).
 //! - `--dialog`: start in the "Quick safety check" folder-trust dialog (`1`/Enter
 //!   accepts, `2`/Escape exits with status 1).
+//! - With `CLAUDE_CONFIG_DIR` set, it writes the live session file and transcript the
+//!   real CLI writes there ([`claude_files`]), for KARL's transcript follower.
 //!
 //! # Keys
 //!
@@ -105,6 +107,7 @@
 //!   captures ([`tmux::Snapshot::detection_input`] feeds the classifier).
 
 pub mod app;
+pub mod claude_files;
 pub mod keys;
 pub mod log;
 pub mod render;

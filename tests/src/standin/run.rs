@@ -14,6 +14,7 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use super::app::{App, AppConfig};
+use super::claude_files::ClaudeFiles;
 use super::keys::KeyParser;
 use super::log::{LogEvent, LogWriter};
 use super::script::{Script, ScriptError};
@@ -120,12 +121,14 @@ pub fn run(opts: Options) -> Result<i32, RunError> {
     let raw = RawMode::enter();
     spawn_stdin_thread(tx);
     let (width, height) = term::size();
+    let session_id = session_id();
+    let mut claude = ClaudeFiles::from_env(&session_id);
     let cfg = AppConfig {
         drop_enters: opts.drop_enters,
         ghost: opts.ghost.clone(),
         dialog: opts.dialog,
         cwd: display_cwd(),
-        session_id: session_id(),
+        session_id,
     };
     let mut app = App::new(cfg, script, width, height);
     let mut painter = Painter::new(io::stdout());
@@ -150,6 +153,9 @@ pub fn run(opts: Options) -> Result<i32, RunError> {
             app.hang_up("eof");
         }
         for event in app.take_events() {
+            if let Some(c) = claude.as_mut() {
+                c.on_event(&event);
+            }
             // A log that cannot be written must not take the pane down with it.
             let _ = log.write(event);
         }
@@ -198,6 +204,7 @@ pub fn run(opts: Options) -> Result<i32, RunError> {
     for event in app.take_events() {
         let _ = log.write(event);
     }
+    drop(claude);
     drop(raw);
     Ok(app.exit_code().unwrap_or(0))
 }
