@@ -12,6 +12,8 @@
 #                    same 50 panes, agent RSS, last output -> settled snapshot
 #   tests   settle   last output -> prompt in the pane, real processes, instant model
 #   tests   scale    200 sessions over 20 simulated agents on loopback gRPC
+#   tests   evidence 20 stand-ins writing Claude Code transcripts: turn end written ->
+#                    coordinator / -> decision, karl-agent CPU following them vs none
 #
 # Environment:
 #   KARL_BENCH_SECS         idle bench, seconds per phase (default here 20; the bench's
@@ -19,6 +21,7 @@
 #   KARL_BENCH_SCALE_SECS   scale run, measured seconds (default 60)
 #   KARL_BENCH_SETTLE_TURNS settle bench, turns measured (default 30)
 #   KARL_BENCH_TURNS        turn bench, turns (default 1500)
+#   KARL_BENCH_EVIDENCE_SECS evidence bench, measured seconds per run (default 40)
 #   KARL_BENCH_LOGS         where the outputs go (default target/bench-logs)
 # Needs tmux. Takes about 5 minutes on 2 cores, plus the release build.
 set -uo pipefail
@@ -31,7 +34,7 @@ failed=()
 
 say() { printf '%s\n' "$*" >&2; }
 
-say "building release binaries (karl-coord, karl-ctl, karl-agent, karl-standin)…"
+say "building release binaries (karl-coord, karl-ctl, karl-agent, karl-standin, karl-stub-model)…"
 if ! cargo build --release -q -p karl-coord -p karl-ctl -p karl-agent -p karl-tests --bins; then
     say "build failed"
     exit 1
@@ -54,6 +57,7 @@ run turn karl-coord turn
 run idle karl-agent idle
 run settle karl-tests settle
 run scale karl-tests scale
+run evidence karl-tests evidence
 
 # ───────────── parsing ─────────────
 
@@ -119,6 +123,12 @@ submit_p50=$(bench settle settle_to_submit_p50)
 scale_p50=$(bench scale scale_decision_p50)
 scale_p99=$(bench scale scale_decision_p99)
 scale_rss=$(bench scale scale_coord_rss)
+ev_seen_p50=$(bench evidence evidence_seen_p50)
+ev_seen_p99=$(bench evidence evidence_seen_p99)
+ev_dec_p50=$(bench evidence evidence_decided_p50)
+ev_dec_p99=$(bench evidence evidence_decided_p99)
+ev_cpu=$(bench evidence evidence_agent_cpu_pct)
+ev_cpu_base=$(bench evidence evidence_agent_cpu_base_pct)
 react_dev=$(awk -v m="$react_med" 'BEGIN { if (m ~ /^[0-9.]+$/) { d = m - 300; print (d < 0 ? -d : d) } else print "?" }')
 
 mem=$(awk '/^MemTotal:/ { printf "%.1f GB", $2 / 1048576 }' /proc/meminfo 2>/dev/null)
@@ -144,6 +154,9 @@ row "agent RSS watching the same panes" "${idle_rss} MB" "< 20 MB: $(check "$idl
 row "agent reaction: last output → settled snapshot, settle_ms 300 (median / p90)" "${react_med} ms / ${react_p90} ms" "median within 50 ms of 300: $(check "$react_dev" "<=" 50)"
 row "scale: decision latency, 200 sessions / 20 agents, a turn every 5 s (p50 / p99)" "${scale_p50} ms / ${scale_p99} ms" "p99 < 50 ms: $(check "$scale_p99" "<" 50)"
 row "scale: karl-coord peak RSS at 200 sessions" "${scale_rss} MB" "< 200 MB: $(check "$scale_rss" "<" 200)"
+row "evidence: transcript turn end written → coordinator, 20 busy panes (p50 / p99)" "${ev_seen_p50} ms / ${ev_seen_p99} ms" "p99 < 300 ms: $(check "$ev_seen_p99" "<" 300)"
+row "evidence: transcript turn end written → decision on the agreeing screen (p50 / p99)" "${ev_dec_p50} ms / ${ev_dec_p99} ms" "-"
+row "evidence: karl-agent CPU following 20 busy transcripts vs the same run without them" "${ev_cpu} % vs ${ev_cpu_base} % of one core" "-"
 echo
 echo "Full outputs: $LOGS/. Reproduce: scripts/bench.sh (KARL_BENCH_SECS=$KARL_BENCH_SECS)."
 

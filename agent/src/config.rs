@@ -20,6 +20,8 @@ pub struct AgentFile {
     pub tmux_socket: Option<String>,
     /// The tmux program: a path, or a name looked up on PATH (default `tmux`).
     pub tmux_bin: Option<String>,
+    /// Where to listen for Claude Code hook events (default `~/.karl/agent.sock`).
+    pub hook_socket: Option<String>,
     pub heartbeat_secs: Option<u64>,
     pub backoff_max_secs: Option<u64>,
     /// How to dial an `https://` coordinator: CA, client certificate, server name.
@@ -47,6 +49,9 @@ pub struct AgentConfig {
     pub tmux_socket: Option<String>,
     /// The tmux program: a path, or a name looked up on PATH.
     pub tmux_bin: String,
+    /// Where to listen for Claude Code hook events (`karl-agent hooks install`); `None`:
+    /// no hook socket.
+    pub hook_socket: Option<std::path::PathBuf>,
 }
 
 /// What the link needs to dial and stay connected.

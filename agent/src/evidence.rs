@@ -423,15 +423,17 @@ pub async fn follow_pane(
                         }
                     }
                 }
-            } else if let (Some(c), Some(w)) = (&current, watcher.as_mut()) {
-                // The transcript's directory appears with the first prompt.
-                if let Some(d) = c.at.transcript.parent() {
-                    if !watched_dirs.iter().any(|w| w == d)
-                        && d.exists()
-                        && w.watch(d, notify::RecursiveMode::NonRecursive).is_ok()
-                    {
-                        watched_dirs.push(d.to_path_buf());
-                    }
+            }
+        }
+        // The transcript's directory appears with the first prompt: watch it from then on
+        // (until then the sessions directory's notifications and the poll wake us).
+        if let (Some(c), Some(w)) = (&current, watcher.as_mut()) {
+            if let Some(d) = c.at.transcript.parent() {
+                if !watched_dirs.iter().any(|w| w == d)
+                    && d.exists()
+                    && w.watch(d, notify::RecursiveMode::NonRecursive).is_ok()
+                {
+                    watched_dirs.push(d.to_path_buf());
                 }
             }
         }

@@ -15,6 +15,8 @@
 //! - [`inject`]: the injection protocol and the send-keys allowlist.
 //! - [`evidence`]: following the agent CLI's own transcript and session file per watched
 //!   pane, sent as facts beside the snapshots.
+//! - [`hooks`]: Claude Code hooks — `hooks install|status|uninstall`, the `hook`
+//!   reporter the CLI runs, and the agent's socket that forwards hook events.
 //! - [`procs`]: the processes running in a pane (`ps`), evidence that the agent CLI lives.
 //! - [`error`]: the agent's error type.
 
@@ -23,6 +25,7 @@ pub mod config;
 pub mod control;
 pub mod error;
 pub mod evidence;
+pub mod hooks;
 pub mod inject;
 pub mod link;
 pub mod panes;
@@ -63,6 +66,14 @@ impl Agent {
         let tmux_version = tmux.supported_version().await?;
         let (events_tx, events) = mpsc::channel(1024);
         let host = Arc::new(PaneHost::new(tmux, events_tx));
+        if let Some(path) = config.hook_socket {
+            let h = host.clone();
+            tokio::spawn(async move {
+                if let Err(e) = hooks::socket::serve(path.clone(), h).await {
+                    tracing::warn!(target: "agent.hooks", socket = %path.display(), error = %e, "no hook socket: Claude Code hooks step aside and prompts show as usual");
+                }
+            });
+        }
         let link = config.link;
         tracing::info!(target: "agent", coord = %link.coord, machine = %link.machine, tmux = %tmux_version, "karl-agent starting");
         Ok(Agent { link, host, events })

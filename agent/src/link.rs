@@ -43,6 +43,8 @@ pub trait PaneOps: Send + Sync + 'static {
     ) -> impl Future<Output = Result<pb::PaneSnapshot, OpError>> + Send;
     fn inject(&self, i: pb::Inject) -> impl Future<Output = pb::InjectResult> + Send;
     fn send_keys(&self, s: pb::SendKeys) -> impl Future<Output = Result<(), OpError>> + Send;
+    /// The coordinator's decision for a waiting Claude Code hook.
+    fn hook_answer(&self, _a: pb::HookAnswer) {}
 }
 
 /// Reconnect delays: capped exponential backoff with full jitter, each delay uniform in
@@ -321,6 +323,10 @@ pub async fn dispatch<P: PaneOps>(panes: &P, cmd: pb::AgentCommand) -> pb::Comma
                 panes: p,
             }))
         })),
+        Some(Kind::HookAnswer(a)) => {
+            panes.hook_answer(a);
+            done(Ok(None))
+        }
         Some(Kind::Refused(_)) | None => done(Err("unknown or empty command".into())),
     }
 }

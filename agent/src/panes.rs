@@ -97,6 +97,8 @@ struct Inner {
     procs: Arc<ProcessTable>,
     /// One evidence follower per watched pane ([`crate::evidence`]).
     followers: Mutex<HashMap<String, JoinHandle<()>>>,
+    /// Hooks waiting for the coordinator's decision, by hook request id.
+    hook_waiters: Mutex<HashMap<u64, tokio::sync::oneshot::Sender<pb::HookAnswer>>>,
 }
 
 /// Locks a std mutex, recovering the data if a panicking thread poisoned it (the data is
@@ -156,6 +158,7 @@ impl PaneHost {
                 verify,
                 procs: Arc::new(ProcessTable::new()),
                 followers: Mutex::new(HashMap::new()),
+                hook_waiters: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -404,6 +407,28 @@ impl PaneHost {
             .await?;
         info!(target: "agent.inject", pane = %meta.pane_id, keys = ?s.keys, "keys sent");
         Ok(())
+    }
+
+    /// Sends a Claude Code hook event to the coordinator (in order with the snapshots).
+    pub fn hook_event(&self, ev: pb::HookEvent) {
+        emit(
+            &self.inner,
+            pb::AgentEvent {
+                kind: Some(pb::agent_event::Kind::Hook(ev)),
+            },
+        );
+    }
+
+    /// Where the coordinator's answer to hook request `id` will arrive.
+    pub fn hook_waiter(&self, id: u64) -> tokio::sync::oneshot::Receiver<pb::HookAnswer> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        lock(&self.inner.hook_waiters).insert(id, tx);
+        rx
+    }
+
+    /// Gives up waiting for hook request `id`.
+    pub fn hook_forget(&self, id: u64) {
+        lock(&self.inner.hook_waiters).remove(&id);
     }
 
     /// Stops the scheduler and every control client and waits for their processes, so
@@ -866,6 +891,17 @@ impl crate::link::PaneOps for PaneHost {
 
     async fn inject(&self, i: pb::Inject) -> pb::InjectResult {
         PaneHost::inject(self, i).await
+    }
+
+    fn hook_answer(&self, a: pb::HookAnswer) {
+        match lock(&self.inner.hook_waiters).remove(&a.hook_request) {
+            Some(tx) => {
+                let _ = tx.send(a);
+            }
+            None => {
+                debug!(target: "agent.hooks", request = a.hook_request, "an answer for a hook that stopped waiting")
+            }
+        }
     }
 
     async fn send_keys(&self, s: pb::SendKeys) -> std::result::Result<(), crate::link::OpError> {

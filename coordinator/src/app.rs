@@ -77,6 +77,7 @@ pub async fn run(
             ),
             tmux_socket: cfg.tmux_socket.clone(),
             tmux_bin: cfg.tmux_bin.clone(),
+            hook_socket: None,
         })
         .await
         .map_err(|e| CoordError::InvalidArgument(format!("the local agent: {e}")))?;

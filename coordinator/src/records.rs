@@ -61,6 +61,16 @@ pub enum PermissionPolicy {
     Deny,
 }
 
+impl PermissionPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionPolicy::Escalate => "escalate",
+            PermissionPolicy::ApproveSafe => "approve-safe",
+            PermissionPolicy::Deny => "deny",
+        }
+    }
+}
+
 /// Where a typed prompt came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]

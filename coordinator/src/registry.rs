@@ -38,6 +38,8 @@ pub enum AgentReport {
     PaneEvent(pb::PaneEvent),
     /// What the agent CLI in a watched pane wrote about itself.
     Evidence(Arc<pb::PaneEvidence>),
+    /// A Claude Code hook event from a watched pane.
+    Hook(Arc<pb::HookEvent>),
     /// The agent's stream ended (it will usually reconnect).
     Disconnected,
     /// The agent (re)connected and said hello.
@@ -234,6 +236,9 @@ impl Registry {
             }
             pb::agent_event::Kind::Evidence(ev) => {
                 self.publish(&agent.machine, AgentReport::Evidence(Arc::new(ev)));
+            }
+            pb::agent_event::Kind::Hook(h) => {
+                self.publish(&agent.machine, AgentReport::Hook(Arc::new(h)));
             }
             pb::agent_event::Kind::Result(result) => {
                 if let Some(pb::command_result::Detail::Panes(list)) = &result.detail {

@@ -219,5 +219,15 @@ fn main() {
         "  turn end written → decision on the agreeing screen: {}",
         line(&ev.decided)
     );
+    for (name, v) in [
+        ("evidence_seen_p50", ms(ev.seen.quantile(0.5))),
+        ("evidence_seen_p99", ms(ev.seen.quantile(0.99))),
+        ("evidence_decided_p50", ms(ev.decided.quantile(0.5))),
+        ("evidence_decided_p99", ms(ev.decided.quantile(0.99))),
+        ("evidence_agent_cpu_pct", ev.agent_cpu_pct),
+        ("evidence_agent_cpu_base_pct", base.agent_cpu_pct),
+    ] {
+        println!("BENCH name={name} value={v:.1}");
+    }
     assert_eq!(ev.followed, panes, "every session followed its transcript");
 }

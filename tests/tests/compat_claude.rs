@@ -151,6 +151,17 @@ impl Claude {
         mode: Mode,
         agent_env: &[(&str, &str)],
     ) -> Claude {
+        Claude::start_full(cli, script, accepted, mode, agent_env, false)
+    }
+
+    fn start_full(
+        cli: &Cli,
+        script: Script,
+        accepted: Accepted,
+        mode: Mode,
+        agent_env: &[(&str, &str)],
+        hooks: bool,
+    ) -> Claude {
         let stub = AnthropicStub::start(script).unwrap();
         let scratch = Scratch::new();
         let home = scratch.path("home");
@@ -186,6 +197,19 @@ impl Claude {
             .unwrap();
         }
 
+        if hooks {
+            // `karl-agent hooks install`, as a developer would run it, into this HOME's
+            // settings, reporting to the socket the fleet's agent will listen on (its
+            // HOME is the scratch dir).
+            let out = Command::new(karl_tests::harness::bin("karl-agent"))
+                .args(["hooks", "install", "--claude", "--settings"])
+                .arg(home.join(".claude/settings.json"))
+                .arg("--socket")
+                .arg(scratch.dir.path().join(".karl/agent.sock"))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "hooks install: {out:?}");
+        }
         let path = std::env::var("PATH").unwrap_or_default();
         let env: Vec<(&str, String)> = vec![
             ("PATH", path),
@@ -1078,7 +1102,7 @@ fn an_idle_screen_with_a_turn_in_flight_in_the_transcript_is_not_typed_into(vers
     let line = serde_json::json!({
         "type": "user",
         "message": {"role": "user", "content": "A prompt from another window."},
-        "timestamp": "2026-11-24T00:00:00.000Z",
+        "timestamp": karl_common::evidence::format_utc_ms(karl_common::unix_ms()),
         "promptSource": "typed",
     });
     append_line(&transcript, &line.to_string());
@@ -1107,10 +1131,13 @@ fn an_idle_screen_with_a_turn_in_flight_in_the_transcript_is_not_typed_into(vers
         audit.stdout
     );
     // The CLI closes that turn: the session goes on and finishes.
-    append_line(
-        &transcript,
-        r#"{"type":"system","subtype":"turn_duration","durationMs":5,"timestamp":"2026-11-24T00:00:01.000Z"}"#,
-    );
+    let end = serde_json::json!({
+        "type": "system",
+        "subtype": "turn_duration",
+        "durationMs": 5,
+        "timestamp": karl_common::evidence::format_utc_ms(karl_common::unix_ms()),
+    });
+    append_line(&transcript, &end.to_string());
     let show = c.wait_status(&id, Duration::from_secs(40), &["done", "escalated"]);
     c.expect_status(&show, "done", "");
     assert_eq!(c.stub.conversation(), steps);
@@ -1159,6 +1186,89 @@ fn a_lost_enter_is_detected_and_repaired_from_the_transcript(version: &'static s
     assert_eq!(t["confirmed_by"], "transcript", "{t}");
 }
 
+/// With KARL's hooks installed (`karl-agent hooks install`), the CLI asks KARL through
+/// its `PermissionRequest` hook before it shows a prompt; KARL answers by policy, the gate
+/// judging the hook's exact tool input, and no key is pressed.
+fn hooked_permission(version: &'static str, test: &str, policy: &str) -> Option<(Claude, String)> {
+    let cli = claude_cli(version, test)?;
+    let c = Claude::start_full(
+        &cli,
+        Script::new().on("marker check", Reply::bash("touch karl-marker.txt")),
+        ALL,
+        Mode::Manual,
+        &[],
+        true,
+    );
+    c.wait_screen(Duration::from_secs(30), "the empty input box", idle_screen);
+    let plan = c.plan(&[RUN_CHECK, SUMMARIZE]);
+    let id = c.fleet.drive(&[
+        "--goal",
+        "Check the project",
+        "--plan",
+        &plan,
+        "--permissions",
+        policy,
+    ]);
+    Some((c, id))
+}
+
+fn with_hooks_a_permission_is_approved_through_the_hook(version: &'static str) {
+    let Some((c, id)) = hooked_permission(version, "hook_approved", "approve-safe") else {
+        return;
+    };
+    let show = c.wait_status(&id, Duration::from_secs(60), &["done", "escalated"]);
+    c.expect_status(&show, "done", "");
+    assert!(
+        c.project.join("karl-marker.txt").exists(),
+        "approved, not run"
+    );
+    let results = c.stub.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(!results[0].is_error, "{results:?}");
+    let audit = c.fleet.ctl(&["audit", "--session", &id, "--json"]);
+    assert!(
+        audit.stdout.contains("approved through the PermissionRequest hook by policy approve-safe: Bash touch karl-marker.txt"),
+        "{}\n{}",
+        audit.stdout,
+        c.diag()
+    );
+    assert!(
+        !audit.stdout.contains("chose"),
+        "keys were pressed: {}",
+        audit.stdout
+    );
+    assert_eq!(c.stub.conversation(), prompts(&show));
+}
+
+fn with_hooks_a_permission_is_denied_through_the_hook(version: &'static str) {
+    let Some((c, id)) = hooked_permission(version, "hook_denied", "deny") else {
+        return;
+    };
+    let show = c.wait_status(&id, Duration::from_secs(60), &["done", "escalated"]);
+    c.expect_status(&show, "done", "");
+    assert!(
+        !c.project.join("karl-marker.txt").exists(),
+        "a denied command ran"
+    );
+    let results = c.stub.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].is_error, "{results:?}");
+    let audit = c.fleet.ctl(&["audit", "--session", &id, "--json"]);
+    assert!(
+        audit
+            .stdout
+            .contains("denied through the PermissionRequest hook by policy deny"),
+        "{}\n{}",
+        audit.stdout,
+        c.diag()
+    );
+    assert!(
+        !audit.stdout.contains("chose"),
+        "keys were pressed: {}",
+        audit.stdout
+    );
+}
+
 /// One test module per pinned release: every scenario, plus those only a release has.
 macro_rules! for_each_version {
     (every: [$($scenario:ident),* $(,)?], only_2_1_330: [$($only:ident),* $(,)?] $(,)?) => {
@@ -1190,6 +1300,8 @@ for_each_version!(
         evidence_files_of_a_real_session,
         an_idle_screen_with_a_turn_in_flight_in_the_transcript_is_not_typed_into,
         a_lost_enter_is_detected_and_repaired_from_the_transcript,
+        with_hooks_a_permission_is_approved_through_the_hook,
+        with_hooks_a_permission_is_denied_through_the_hook,
     ],
     // Auto mode is the default from 2.1.330 on; 2.1.197 has no such mode.
     only_2_1_330: [auto_mode_prompt_approved_by_label, auto_mode_prompt_denied_by_label],

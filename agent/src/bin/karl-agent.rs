@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use karl_agent::config::{read_file, AgentConfig, LinkConfig};
 use karl_common::tls::{ClientTlsFiles, CoordAddr};
 
@@ -43,15 +43,96 @@ struct Args {
     /// TLS: the name to check the coordinator's certificate against (default: the host dialed).
     #[arg(long, env = "KARL_TLS_DOMAIN")]
     tls_domain: Option<String>,
+    /// Where to listen for Claude Code hook events (`hooks install`). Default:
+    /// ~/.karl/agent.sock.
+    #[arg(long, env = "KARL_HOOK_SOCKET")]
+    hook_socket: Option<PathBuf>,
     /// Config file (TOML); default ~/.config/karl/karl-agent.toml if present.
     #[arg(long, env = "KARL_AGENT_CONFIG")]
     config: Option<PathBuf>,
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// The command Claude Code runs for each hook event (written by `hooks install`):
+    /// reads the event on stdin and hands it to this Mac's karl-agent.
+    Hook {
+        /// The CLI sending the event (`claude`).
+        cli: String,
+        /// The agent's hook socket.
+        #[arg(long)]
+        socket: PathBuf,
+        /// Marks the commands KARL installed.
+        #[arg(long = "karl-managed")]
+        managed: bool,
+    },
+    /// Add, show or remove KARL's hooks in the CLIs' settings (opt-in).
+    Hooks {
+        #[command(subcommand)]
+        action: HooksAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum HooksAction {
+    /// Add KARL's PermissionRequest hook (with a backup of the settings file).
+    Install(HooksArgs),
+    /// Show what KARL installed and whether the agent's socket answers.
+    Status(HooksArgs),
+    /// Remove exactly what `install` added (with a backup).
+    Uninstall(HooksArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct HooksArgs {
+    /// Claude Code (the default).
+    #[arg(long)]
+    claude: bool,
+    /// Codex.
+    #[arg(long)]
+    codex: bool,
+    /// The settings file. Default: $CLAUDE_CONFIG_DIR/settings.json, else
+    /// ~/.claude/settings.json.
+    #[arg(long)]
+    settings: Option<PathBuf>,
+    /// The agent's hook socket the hook should report to. Default: ~/.karl/agent.sock.
+    #[arg(long, env = "KARL_HOOK_SOCKET")]
+    socket: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match args.cmd {
+        // Runs inside the developer's CLI: never in its way, always exit 0.
+        Some(Cmd::Hook { socket, .. }) => {
+            let pane = std::env::var("TMUX_PANE").unwrap_or_default();
+            let out = karl_agent::hooks::report::run(
+                &socket,
+                std::io::stdin().lock(),
+                &pane,
+                karl_agent::hooks::report::WAIT,
+            );
+            if !out.is_empty() {
+                println!("{out}");
+            }
+            ExitCode::SUCCESS
+        }
+        Some(Cmd::Hooks { action }) => match hooks_cmd(action) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("karl-agent hooks: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+        None => serve(args),
+    }
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> ExitCode {
+async fn serve(args: Args) -> ExitCode {
     karl_common::init_logging("info");
-    let args = Args::parse();
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -112,11 +193,148 @@ async fn run(args: Args) -> anyhow::Result<()> {
             .tmux_bin
             .or(file.tmux_bin)
             .unwrap_or_else(|| "tmux".to_string()),
+        hook_socket: args
+            .hook_socket
+            .or(file.hook_socket.map(PathBuf::from))
+            .or_else(karl_agent::hooks::default_socket),
     };
+    if let Some(s) = &config.hook_socket {
+        karl_agent::hooks::socket::check_path(s).map_err(anyhow::Error::msg)?;
+    }
     karl_agent::run(config, karl_common::shutdown_signal()).await?;
     Ok(())
 }
 
 fn dirs_config() -> Option<PathBuf> {
     karl_common::default_config_path("karl-agent.toml")
+}
+
+/// `karl-agent hooks install|status|uninstall`.
+fn hooks_cmd(action: HooksAction) -> anyhow::Result<()> {
+    use karl_agent::hooks::settings;
+    let (args, verb) = match action {
+        HooksAction::Install(a) => (a, "install"),
+        HooksAction::Status(a) => (a, "status"),
+        HooksAction::Uninstall(a) => (a, "uninstall"),
+    };
+    if args.codex {
+        anyhow::bail!(
+            "Codex hooks are not supported yet; nothing changed (KARL drives Codex from its screen)"
+        );
+    }
+    let path = match args.settings {
+        Some(p) => p,
+        None => std::env::var_os("CLAUDE_CONFIG_DIR")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
+            .context("no HOME: pass --settings PATH")?
+            .join("settings.json"),
+    };
+    let socket = args
+        .socket
+        .or_else(karl_agent::hooks::default_socket)
+        .context("no HOME: pass --socket PATH")?;
+    karl_agent::hooks::socket::check_path(&socket).map_err(anyhow::Error::msg)?;
+    let original = match std::fs::read_to_string(&path) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let mut value: serde_json::Value = match &original {
+        Some(t) if !t.trim().is_empty() => serde_json::from_str(t).with_context(|| {
+            format!(
+                "{} is not valid JSON; fix it first, nothing changed",
+                path.display()
+            )
+        })?,
+        _ => serde_json::json!({}),
+    };
+    let changed = match verb {
+        "install" => {
+            let exe = std::env::current_exe().context("cannot tell where karl-agent is")?;
+            let command = format!(
+                "{} hook claude --socket {} {}",
+                shell_word(&exe.display().to_string()),
+                shell_word(&socket.display().to_string()),
+                settings::MARKER
+            );
+            let changed = settings::install(&mut value, &command)
+                .map_err(|e| anyhow::anyhow!("{}: {e}; nothing changed", path.display()))?;
+            println!(
+                "{}: PermissionRequest hook {} (reports to {})",
+                path.display(),
+                if changed {
+                    "installed"
+                } else {
+                    "already installed"
+                },
+                socket.display()
+            );
+            changed
+        }
+        "uninstall" => {
+            let n = settings::uninstall(&mut value);
+            println!(
+                "{}: removed {n} KARL hook entr{}",
+                path.display(),
+                if n == 1 { "y" } else { "ies" }
+            );
+            n > 0
+        }
+        _ => {
+            let found = settings::installed(&value);
+            if found.is_empty() {
+                println!("{}: no KARL hooks", path.display());
+            }
+            for (event, command) in found {
+                println!("{}: {event} → {command}", path.display());
+            }
+            let live = std::os::unix::net::UnixStream::connect(&socket).is_ok();
+            println!(
+                "agent socket {}: {}",
+                socket.display(),
+                if live {
+                    "answering"
+                } else {
+                    "not answering (hooks step aside)"
+                }
+            );
+            false
+        }
+    };
+    if changed {
+        if let Some(text) = &original {
+            let backup =
+                path.with_extension(format!("json.karl-backup-{}", karl_common::unix_ms()));
+            std::fs::write(&backup, text).with_context(|| {
+                format!(
+                    "cannot write the backup {}; nothing changed",
+                    backup.display()
+                )
+            })?;
+            println!("backup: {}", backup.display());
+        }
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let tmp = path.with_extension("json.karl-tmp");
+        let text = serde_json::to_string_pretty(&value)? + "\n";
+        std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path)
+            .with_context(|| format!("cannot replace {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `s` as one shell word (Claude Code runs hook commands through a shell).
+fn shell_word(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
 }

@@ -17,7 +17,7 @@ pub mod turn;
 pub mod wire;
 
 pub use lines::LineBuffer;
-pub use turn::TurnState;
+pub use turn::{ToolCall, TurnState};
 
 /// Where a piece of evidence came from. The screen is the fallback every pane has.
 #[derive(

@@ -109,6 +109,9 @@ pub enum Event {
     Snapshot(Arc<pb::PaneSnapshot>),
     /// What the agent CLI wrote about itself (handled whatever is in flight).
     Evidence(Arc<pb::PaneEvidence>),
+    /// A Claude Code hook event (handled whatever is in flight: a permission request
+    /// waits on it).
+    Hook(Arc<pb::HookEvent>),
     /// The pane printed something (it is not waiting on our Enter any more).
     PaneOutput,
     PaneClosed,
@@ -172,6 +175,8 @@ pub enum Effect {
     },
     Audit(AuditEntry),
     Publish(Update),
+    /// Answer a waiting Claude Code hook.
+    AnswerHook(pb::HookAnswer),
     /// The session ended: stop watching the pane and release its lock.
     Release,
 }
@@ -187,7 +192,11 @@ impl Effect {
             | Effect::SendKeys(_)
             | Effect::Sleep(_) => true,
             Effect::CommitTurn { ack, .. } => *ack,
-            Effect::Save { .. } | Effect::Audit(_) | Effect::Publish(_) | Effect::Release => false,
+            Effect::Save { .. }
+            | Effect::Audit(_)
+            | Effect::Publish(_)
+            | Effect::AnswerHook(_)
+            | Effect::Release => false,
         }
     }
 }
@@ -269,6 +278,10 @@ impl Session {
             (flow, Event::Evidence(ev)) => {
                 self.flow = flow;
                 self.on_evidence(ev);
+            }
+            (flow, Event::Hook(h)) => {
+                self.flow = flow;
+                self.on_hook(h);
             }
             (Flow::Watching, Event::Watched(r)) => self.watched(r),
             (Flow::Capturing, Event::Captured(Ok(s))) => self.on_snapshot(s),

@@ -20,6 +20,7 @@
 
 mod decide;
 mod evidence;
+mod hook;
 mod machine;
 mod outcome;
 mod permission;

@@ -69,6 +69,7 @@ pub(super) async fn run(
                     _ => continue,
                 },
                 Ok(AgentReport::Evidence(ev)) if ev.pane_id == pane_id => Event::Evidence(ev),
+                Ok(AgentReport::Hook(h)) if h.pane_id == pane_id => Event::Hook(h),
                 Ok(AgentReport::Disconnected) => Event::AgentDisconnected,
                 Ok(AgentReport::Connected) => Event::AgentConnected,
                 Ok(_) => continue,
@@ -224,6 +225,18 @@ impl Shell<'_> {
             }
             Effect::Publish(u) => {
                 let _ = self.ch.updates.send(wire::session_update(&u));
+                None
+            }
+            Effect::AnswerHook(a) => {
+                let request = a.hook_request;
+                if let Err(e) = self
+                    .shared
+                    .registry
+                    .send(self.machine, pb::agent_command::Kind::HookAnswer(a))
+                    .await
+                {
+                    tracing::warn!(target: "coord.engine", session = %self.id, request, error = %e, "cannot answer the hook; the CLI will ask on screen");
+                }
                 None
             }
             Effect::Release => {

@@ -248,3 +248,71 @@ fn without_a_transcript_the_screen_decides_as_before() {
     assert_eq!(h.typed(), [GOOD, NEXT], "{:?}", h.turns());
     assert_eq!(h.turns()[0].judged_by, Source::Screen);
 }
+
+fn hook_answers(h: &Harness) -> Vec<pb::HookAnswer> {
+    h.effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::AnswerHook(a) => Some(a.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn permission_hook(command: &str, request: u64) -> Event {
+    Event::Hook(Arc::new(pb::HookEvent {
+        hook_request: request,
+        pane_id: "%1".into(),
+        event: "PermissionRequest".into(),
+        cli_session: "abc-123".into(),
+        tool_name: "Bash".into(),
+        tool_input: serde_json::json!({ "command": command }).to_string(),
+        unix_ms: T0,
+    }))
+}
+
+#[test]
+fn a_permission_request_hook_is_answered_by_policy_on_the_exact_input() {
+    use pb::HookDecision::{Allow, Deny, StepAside};
+    for (policy, command, want) in [
+        (
+            PermissionPolicy::ApproveSafe,
+            "touch karl-marker.txt",
+            Allow,
+        ),
+        (
+            PermissionPolicy::ApproveSafe,
+            "rm -rf ~/projects",
+            StepAside,
+        ),
+        (PermissionPolicy::Deny, "touch karl-marker.txt", Deny),
+        (
+            PermissionPolicy::Escalate,
+            "touch karl-marker.txt",
+            StepAside,
+        ),
+    ] {
+        let mut rec = record();
+        rec.permissions = policy;
+        let mut h = Harness::new(rec);
+        h.model.push_back(Ok(GOOD.into()));
+        h.feed(Event::Start { connected: true });
+        h.feed(permission_hook(command, 7));
+        let answers = hook_answers(&h);
+        assert_eq!(answers.len(), 1, "{policy:?} {command}");
+        assert_eq!(answers[0].hook_request, 7);
+        assert_eq!(answers[0].decision(), want, "{policy:?} {command}");
+        let audited = h.audits(AuditKind::Permission);
+        assert_eq!(audited.len(), usize::from(want != StepAside), "{audited:?}");
+        assert!(h.keys().is_empty(), "a hook is never answered with keys");
+    }
+    // Paused: the hook steps aside whatever the policy.
+    let mut rec = record();
+    rec.permissions = PermissionPolicy::Deny;
+    let mut h = Harness::new(rec);
+    h.model.push_back(Ok(GOOD.into()));
+    h.feed(Event::Start { connected: true });
+    h.feed(Event::Operator(crate::engine::Command::Pause));
+    h.feed(permission_hook("touch x", 8));
+    assert_eq!(hook_answers(&h)[0].decision(), StepAside);
+}

@@ -217,6 +217,7 @@ impl Harness {
             | Effect::Save { .. }
             | Effect::Audit(_)
             | Effect::Publish(_)
+            | Effect::AnswerHook(_)
             | Effect::Release => None,
         }
     }
