@@ -18,9 +18,11 @@
 //! - [`hooks`]: Claude Code hooks — `hooks install|status|uninstall`, the `hook`
 //!   reporter the CLI runs, and the agent's socket that forwards hook events.
 //! - [`procs`]: the processes running in a pane (`ps`), evidence that the agent CLI lives.
+//! - [`check`]: `drive --verify`: a command run in a pane's directory, outside the pane.
 //! - [`error`]: the agent's error type.
 
 pub mod activity;
+pub mod check;
 pub mod config;
 pub mod control;
 pub mod error;

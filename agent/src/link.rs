@@ -45,6 +45,13 @@ pub trait PaneOps: Send + Sync + 'static {
     fn send_keys(&self, s: pb::SendKeys) -> impl Future<Output = Result<(), OpError>> + Send;
     /// The coordinator's decision for a waiting Claude Code hook.
     fn hook_answer(&self, _a: pb::HookAnswer) {}
+    /// Runs a `--verify` command in a pane's directory.
+    fn run_check(
+        &self,
+        _c: pb::RunCheck,
+    ) -> impl Future<Output = Result<pb::CheckResult, OpError>> + Send {
+        async { Err("this agent does not run verify commands".into()) }
+    }
 }
 
 /// Reconnect delays: capped exponential backoff with full jitter, each delay uniform in
@@ -323,6 +330,7 @@ pub async fn dispatch<P: PaneOps>(panes: &P, cmd: pb::AgentCommand) -> pb::Comma
                 panes: p,
             }))
         })),
+        Some(Kind::RunCheck(c)) => done(panes.run_check(c).await.map(|r| Some(Detail::Check(r)))),
         Some(Kind::HookAnswer(a)) => {
             panes.hook_answer(a);
             done(Ok(None))

@@ -893,6 +893,36 @@ impl crate::link::PaneOps for PaneHost {
         PaneHost::inject(self, i).await
     }
 
+    async fn run_check(
+        &self,
+        c: pb::RunCheck,
+    ) -> std::result::Result<pb::CheckResult, crate::link::OpError> {
+        let target = PaneTarget::parse(&c.target).map_err(|e| e.to_string())?;
+        let meta = self
+            .inner
+            .tmux
+            .resolve(&target)
+            .await
+            .map_err(|e| e.to_string())?;
+        let timeout = match c.timeout_secs {
+            0 => crate::check::DEFAULT_TIMEOUT,
+            s => Duration::from_secs(u64::from(s)),
+        };
+        crate::check::run(
+            std::path::Path::new(&meta.current_path),
+            &c.command,
+            timeout,
+        )
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot run the verify command in {}: {e}",
+                meta.current_path
+            )
+            .into()
+        })
+    }
+
     fn hook_answer(&self, a: pb::HookAnswer) {
         match lock(&self.inner.hook_waiters).remove(&a.hook_request) {
             Some(tx) => {

@@ -227,6 +227,8 @@ pub enum AuditKind {
     /// What the agent CLI wrote about itself: a transcript followed or lost, and every
     /// disagreement between it and the screen (with both pieces of evidence).
     Evidence,
+    /// The session's `--verify` command ran.
+    Verify,
 }
 
 impl AuditKind {
@@ -245,6 +247,7 @@ impl AuditKind {
             AuditKind::Enter => "enter",
             AuditKind::Restart => "restart",
             AuditKind::Evidence => "evidence",
+            AuditKind::Verify => "verify",
         }
     }
 }
@@ -345,6 +348,13 @@ pub struct SessionRecord {
     /// coordinator seeing it, and to the engine's decision on the screen that agreed.
     pub turn_end_seen_ms: Vec<u64>,
     pub turn_end_decided_ms: Vec<u64>,
+    /// `drive --verify`: must exit 0 in the pane's directory before the session is done.
+    pub verify: String,
+    /// Verify runs so far, and failures since the last pass.
+    pub verify_runs: u32,
+    pub verify_failures: u32,
+    /// The last line of the last failing run (the same failure twice is a loop).
+    pub verify_last: String,
 }
 
 /// Latencies kept per session (newest last).

@@ -88,6 +88,7 @@ fn audit_kind(k: AuditKind) -> pb::AuditKind {
         AuditKind::Enter => pb::AuditKind::Enter,
         AuditKind::Restart => pb::AuditKind::Restart,
         AuditKind::Evidence => pb::AuditKind::Evidence,
+        AuditKind::Verify => pb::AuditKind::Verify,
     }
 }
 
@@ -218,6 +219,7 @@ impl TryFrom<pb::DriveRequest> for Drive {
             dry_run: req.dry_run,
             auto_detect: req.auto_detect,
             permissions,
+            verify: (!req.verify.trim().is_empty()).then(|| req.verify.trim().to_string()),
             path: (!req.path.is_empty()).then_some(req.path),
         }))
     }

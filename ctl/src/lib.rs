@@ -136,6 +136,11 @@ pub enum Command {
         /// Project path shown to the model (default: the pane's cwd).
         #[arg(long)]
         path: Option<String>,
+        /// A shell command (e.g. `cargo test`) that must exit 0 in the pane's directory
+        /// before the session is done; karl-agent runs it outside the pane. A failure
+        /// becomes the next turn's task.
+        #[arg(long)]
+        verify: Option<String>,
         /// Stay and print each turn until the session ends.
         #[arg(long)]
         follow: bool,
@@ -385,6 +390,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             resume,
             permissions,
             path,
+            verify,
             follow,
         } => {
             let target = check_target(&pane)?;
@@ -417,6 +423,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     resume_latest: resume.as_deref() == Some(""),
                     resume_id: resume.unwrap_or_default(),
                     path: path.unwrap_or_default(),
+                    verify: verify.unwrap_or_default(),
                 })
                 .await
                 .map_err(explain)?

@@ -346,6 +346,13 @@ pub fn show(d: &pb::SessionDetail, json: bool) {
             rec["disagreements"].as_u64().unwrap_or(0)
         ),
     }
+    if let Some(cmd) = rec["verify"].as_str().filter(|c| !c.is_empty()) {
+        println!(
+            "verify   `{cmd}` — {} run(s), {} failing in a row",
+            rec["verify_runs"].as_u64().unwrap_or(0),
+            rec["verify_failures"].as_u64().unwrap_or(0)
+        );
+    }
     if let Some(tasks) = rec["tasks"]["tasks"].as_array() {
         println!("tasks");
         for t in tasks {

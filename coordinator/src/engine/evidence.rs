@@ -313,6 +313,13 @@ impl Session {
         self.cli.attached && self.cli.turn.last_end == Some(TurnEnd::ApiError)
     }
 
+    /// Whether the agent's last turn did something that can be checked: a tool call
+    /// that succeeded (a file written, a command that ran). A turn without one cannot
+    /// close a task, whatever the agent says.
+    pub(super) fn transcript_worked(&self) -> bool {
+        self.cli.turn.tools.iter().any(|t| t.ok == Some(true))
+    }
+
     /// The agent's own words of the last turn, as lines (for completion signals).
     pub(super) fn transcript_lines(&self) -> Vec<String> {
         self.cli

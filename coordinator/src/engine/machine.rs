@@ -129,6 +129,7 @@ pub enum Event {
     Committed(Result<(), String>),
     Typed(Result<pb::InjectResult, String>),
     KeysSent(Result<(), String>),
+    Checked(Result<pb::CheckResult, String>),
     Woke,
 }
 
@@ -156,6 +157,8 @@ pub enum Effect {
     },
     /// Press keys in the pane → [`Event::KeysSent`].
     SendKeys(Vec<String>),
+    /// Run the verify command in the pane's directory → [`Event::Checked`].
+    RunCheck(String),
     /// Wait → [`Event::Woke`].
     Sleep(Duration),
     /// Write the session record; `durable` waits for the disk.
@@ -190,6 +193,7 @@ impl Effect {
             | Effect::AskModel(_)
             | Effect::Type { .. }
             | Effect::SendKeys(_)
+            | Effect::RunCheck(_)
             | Effect::Sleep(_) => true,
             Effect::CommitTurn { ack, .. } => *ack,
             Effect::Save { .. }
@@ -215,6 +219,8 @@ pub(super) enum Flow {
     Selecting(Selecting),
     Restarting(String),
     Entering,
+    /// The verify command runs; the reason the session would be done.
+    Verifying(String),
 }
 
 /// One driven session: its record and the state not worth storing.
@@ -296,6 +302,7 @@ impl Session {
             (Flow::Selecting(s), ev) => self.selecting(s, ev),
             (Flow::Restarting(cmd), Event::Typed(r)) => self.restarted(&cmd, r),
             (Flow::Entering, Event::KeysSent(r)) => self.entered(r),
+            (Flow::Verifying(reason), Event::Checked(r)) => self.verified(reason, r),
             (Flow::Idle, ev) => self.on_idle(ev),
             (flow, ev) => {
                 tracing::warn!(target: "coord.engine", session = %self.rec.id, ?ev, ?flow, "event out of turn; ignored");

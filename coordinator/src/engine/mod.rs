@@ -30,6 +30,7 @@ mod snapshot;
 mod start;
 mod task;
 mod turn;
+mod verify;
 
 #[cfg(test)]
 mod tests;

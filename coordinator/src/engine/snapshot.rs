@@ -168,7 +168,7 @@ impl Session {
                     true,
                 ),
             },
-            Decision::Done(reason) => self.finish(Status::Done, reason),
+            Decision::Done(reason) => self.done_or_verify(reason),
         }
     }
 

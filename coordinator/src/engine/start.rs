@@ -31,6 +31,8 @@ pub struct DriveSpec {
     pub permissions: PermissionPolicy,
     /// The project path shown to the model; `None`: the pane's directory.
     pub path: Option<String>,
+    /// A command that must exit 0 in the pane's directory before the session is done.
+    pub verify: Option<String>,
 }
 
 /// `karl-ctl drive`: start a session, or resume one.
@@ -142,6 +144,7 @@ impl Engine {
                 .unwrap_or(self.shared.deps.cfg.limits.default_max_turns),
             permissions: spec.permissions,
             auto_detect: spec.auto_detect,
+            verify: spec.verify.clone().unwrap_or_default(),
             started_ms: now,
             updated_ms: now,
             last_change_ms: now,

@@ -19,6 +19,9 @@ use super::prompt::ModelAnswer;
 use super::{Shared, View};
 use crate::error::CoordError;
 use crate::registry::{AgentReport, AGENT_CALL_TIMEOUT};
+
+/// Limit on a `--verify` command (the agent kills it then).
+const VERIFY_TIMEOUT: Duration = Duration::from_secs(600);
 use crate::wire;
 
 /// The channels a session task serves.
@@ -180,6 +183,24 @@ impl Shell<'_> {
                 });
                 let r = reg.call(self.machine, kind, AGENT_CALL_TIMEOUT).await;
                 Some(Event::KeysSent(r.map(|_| ()).map_err(|e| e.to_string())))
+            }
+            Effect::RunCheck(command) => {
+                let kind = pb::agent_command::Kind::RunCheck(pb::RunCheck {
+                    target: self.pane_id.to_string(),
+                    command,
+                    timeout_secs: VERIFY_TIMEOUT.as_secs() as u32,
+                });
+                let r = reg
+                    .call(self.machine, kind, VERIFY_TIMEOUT + AGENT_CALL_TIMEOUT)
+                    .await;
+                Some(Event::Checked(match r {
+                    Ok(res) if !res.ok => Err(res.error),
+                    Ok(res) => match res.detail {
+                        Some(pb::command_result::Detail::Check(c)) => Ok(c),
+                        _ => Err("the agent sent no result".into()),
+                    },
+                    Err(e) => Err(e.to_string()),
+                }))
             }
             Effect::Sleep(d) => {
                 tokio::time::sleep(d).await;

@@ -224,7 +224,15 @@ impl Session {
                 tracing::info!(target: "coord.engine", session = %self.rec.id, turn = n, "the screen shows an error the transcript does not; judged on the transcript");
                 verdict = crate::context::Outcome::Progress;
             }
-            self.transcript_lines()
+            let lines = self.transcript_lines();
+            if self.transcript_worked() {
+                lines
+            } else {
+                if outcome::completion_signal(&lines) {
+                    tracing::info!(target: "coord.engine", session = %self.rec.id, turn = n, "the agent says it is done but its transcript shows no successful tool call; the task stays open");
+                }
+                Vec::new()
+            }
         } else {
             turn.judged_by = karl_common::evidence::Source::Screen;
             snap.new_lines.clone()

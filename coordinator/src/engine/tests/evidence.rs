@@ -316,3 +316,164 @@ fn a_permission_request_hook_is_answered_by_policy_on_the_exact_input() {
     h.feed(permission_hook("touch x", 8));
     assert_eq!(hook_answers(&h)[0].decision(), StepAside);
 }
+
+fn check(exit_code: i32, output: &str) -> Result<pb::CheckResult, String> {
+    Ok(pb::CheckResult {
+        exit_code,
+        output: output.into(),
+        elapsed_ms: 1200,
+        timed_out: false,
+        cwd: "/Users/dev/shop".into(),
+    })
+}
+
+/// A plan-only session with `--verify`: done only after the command passes; a failure
+/// becomes the next turn's task, carrying the failure's last line.
+#[test]
+fn a_session_is_done_only_after_its_verify_command_passes() {
+    let mut rec = record();
+    rec.plan_only = true;
+    rec.tasks = crate::context::TaskGraph::from_steps(["Add a GET /health route that returns ok"]);
+    rec.verify = "cargo test".into();
+    let mut h = Harness::new(rec);
+    h.checks.push_back(check(
+        101,
+        "running 3 tests\ntest health ... FAILED\ntest result: FAILED. 2 passed; 1 failed",
+    ));
+    h.checks.push_back(check(0, "test result: ok. 3 passed"));
+    h.feed(Event::Start { connected: true });
+    assert_eq!(h.typed().len(), 1);
+    h.show(WORKING);
+    h.show(IDLE);
+    // Every planned task is typed: the verify command runs, fails, and the next turn
+    // asks for the fix.
+    let typed = h.typed();
+    assert_eq!(typed.len(), 2, "{typed:?}");
+    assert!(
+        typed[1].starts_with(
+            "Make `cargo test` pass: it exited 101 with: test result: FAILED. 2 passed; 1 failed"
+        ),
+        "{} {:?}",
+        typed[1],
+        h.turns()
+    );
+    assert_eq!(h.rec().status, Status::Running);
+    let v = h.audits(AuditKind::Verify);
+    assert_eq!(v.len(), 1);
+    assert!(v[0].detail.starts_with("exited 101"), "{}", v[0].detail);
+    // The fix turn ends; the command passes: done, and says so.
+    h.show(WORKING);
+    h.after_typing = IDLE;
+    h.screen = snapshot(IDLE, 90);
+    h.show(IDLE);
+    assert_eq!(h.rec().status, Status::Done, "{}", h.rec().reason);
+    assert!(
+        h.rec().reason.contains("verified: `cargo test` exited 0"),
+        "{}",
+        h.rec().reason
+    );
+    assert_eq!(h.rec().verify_runs, 2);
+}
+
+#[test]
+fn a_verify_command_that_keeps_failing_is_escalated() {
+    let mut rec = record();
+    rec.plan_only = true;
+    rec.tasks = crate::context::TaskGraph::from_steps(["Add a GET /health route that returns ok"]);
+    rec.verify = "cargo test".into();
+    let mut h = Harness::new(rec);
+    for _ in 0..2 {
+        h.checks
+            .push_back(check(1, "error[E0308]: mismatched types"));
+    }
+    h.feed(Event::Start { connected: true });
+    for _ in 0..3 {
+        h.show(WORKING);
+        h.show(IDLE);
+    }
+    assert_eq!(
+        h.rec().status,
+        Status::Escalated,
+        "{} {:?}",
+        h.rec().reason,
+        h.turns()
+    );
+    assert!(
+        h.rec()
+            .reason
+            .contains("`cargo test` failed the same way after the fix turn: error[E0308]"),
+        "{}",
+        h.rec().reason
+    );
+    assert_eq!(h.rec().verify_runs, 2);
+    assert_eq!(h.typed().len(), 2, "no third turn on a repeated failure");
+    // And a verify that cannot run at all says why.
+    let mut rec = record();
+    rec.plan_only = true;
+    rec.tasks = crate::context::TaskGraph::from_steps(["Add a GET /health route that returns ok"]);
+    rec.verify = "cargo test".into();
+    let mut h = Harness::new(rec);
+    h.checks.push_back(Err("the agent is gone".into()));
+    h.feed(Event::Start { connected: true });
+    h.show(WORKING);
+    h.show(IDLE);
+    assert_eq!(h.rec().status, Status::Escalated);
+    assert!(
+        h.rec().reason.contains("could not run: the agent is gone"),
+        "{}",
+        h.rec().reason
+    );
+}
+
+/// The agent saying "Done" closes nothing: a model-written turn closes its task only when
+/// the transcript shows a tool call that succeeded.
+#[test]
+fn the_agent_s_claim_alone_never_closes_a_task() {
+    let mut h = typed_first_turn();
+    facts(&mut h, vec![prompt(GOOD)]);
+    h.show(WORKING);
+    h.model.push_back(Ok(NEXT.into()));
+    h.screen = snapshot(IDLE, 100);
+    facts(
+        &mut h,
+        vec![
+            Fact::AssistantText {
+                text: "Done. The health endpoint is in place.".into(),
+            },
+            ended(),
+        ],
+    );
+    assert_eq!(
+        h.turns()[0].outcome,
+        TurnOutcome::Progress,
+        "the turn was judged"
+    );
+    assert_eq!(h.rec().tasks.done_count(), 0, "closed on words alone");
+    // With a tool call that succeeded, the same words close the task.
+    let mut h = typed_first_turn();
+    facts(&mut h, vec![prompt(GOOD)]);
+    h.show(WORKING);
+    h.model.push_back(Ok(NEXT.into()));
+    h.screen = snapshot(IDLE, 100);
+    facts(
+        &mut h,
+        vec![
+            Fact::ToolCall {
+                id: "w1".into(),
+                name: "Write".into(),
+                input: r#"{"file_path":"src/health.rs"}"#.into(),
+            },
+            Fact::ToolResult {
+                id: "w1".into(),
+                ok: true,
+                output: "File created".into(),
+            },
+            Fact::AssistantText {
+                text: "Done. The health endpoint is in place.".into(),
+            },
+            ended(),
+        ],
+    );
+    assert_eq!(h.turns()[0].outcome, TurnOutcome::Progress);
+    assert_eq!(h.rec().tasks.done_count(), 1);
+}

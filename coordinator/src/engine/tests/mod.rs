@@ -121,6 +121,8 @@ pub struct Harness {
     pub inject: VecDeque<Result<pb::InjectResult, String>>,
     pub commit_error: Option<String>,
     pub watch: Result<(), CallError>,
+    /// What each verify run returns, in order.
+    pub checks: VecDeque<Result<pb::CheckResult, String>>,
     /// Every effect carried out, in order.
     pub effects: Vec<Effect>,
 }
@@ -141,6 +143,7 @@ impl Harness {
             inject: VecDeque::new(),
             commit_error: None,
             watch: Ok(()),
+            checks: VecDeque::new(),
             effects: Vec::new(),
         }
     }
@@ -206,6 +209,11 @@ impl Harness {
                 Some(Event::Typed(r))
             }
             Effect::SendKeys(_) => Some(Event::KeysSent(Ok(()))),
+            Effect::RunCheck(_) => Some(Event::Checked(
+                self.checks
+                    .pop_front()
+                    .unwrap_or(Err("no scripted verify result".into())),
+            )),
             Effect::Sleep(d) => {
                 self.now += d.as_millis() as u64;
                 Some(Event::Woke)

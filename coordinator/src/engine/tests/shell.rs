@@ -108,6 +108,7 @@ fn spec(max_turns: u32) -> DriveSpec {
         auto_detect: false,
         permissions: PermissionPolicy::Escalate,
         path: Some("/Users/dev/shop".into()),
+        verify: None,
     }
 }
 
