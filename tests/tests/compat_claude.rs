@@ -1269,6 +1269,58 @@ fn with_hooks_a_permission_is_denied_through_the_hook(version: &'static str) {
     );
 }
 
+/// The developer starts a new conversation mid-session (`/clear`): the CLI's session file
+/// names a new session and transcript, karl-agent moves there, and the next prompt is
+/// confirmed from the new transcript.
+fn a_new_conversation_is_followed_after_clear(version: &'static str) {
+    let Some(cli) = claude_cli(version, "clear") else {
+        return;
+    };
+    let steps = [
+        "Say hello to the team in one line.",
+        "Summarize the changes in one short paragraph.",
+    ];
+    let c = Claude::ready(&cli, Script::new());
+    let plan = c.plan(&steps);
+    let id = c
+        .fleet
+        .drive(&["--goal", "Write the parser", "--plan", &plan]);
+    wait_for(Duration::from_secs(30), || {
+        (c.stub.conversation().len() == 1).then_some(())
+    })
+    .unwrap_or_else(|| panic!("the first prompt never reached the API\n{}", c.diag()));
+    c.ctl_ok(&["pause", &id]);
+    c.wait_status(&id, Duration::from_secs(10), &["paused"]);
+    c.wait_screen(Duration::from_secs(20), "an idle CLI", idle_screen);
+    let before = c.fleet.show(&id)["session"]["cli_session"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert_eq!(before.len(), 36, "not following a transcript before /clear");
+    c.ctl_ok(&["send", "mac2", &c.fleet.pane, "/clear", "--force"]);
+    c.wait_screen(
+        Duration::from_secs(20),
+        "an idle CLI after /clear",
+        idle_screen,
+    );
+    // The follower looks the session up again every 2 s.
+    let after = wait_for(Duration::from_secs(15), || {
+        let s = c.fleet.show(&id)["session"]["cli_session"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        (s.len() == 36 && s != before).then_some(s)
+    })
+    .unwrap_or_else(|| panic!("still on session {before} after /clear\n{}", c.diag()));
+    c.ctl_ok(&["resume", &id]);
+    let show = c.wait_status(&id, Duration::from_secs(40), &["done", "escalated"]);
+    c.expect_status(&show, "done", "");
+    assert_eq!(show["session"]["cli_session"], after.as_str());
+    let t = turns(&show);
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[1]["confirmed_by"], "transcript", "{}", t[1]);
+}
+
 /// One test module per pinned release: every scenario, plus those only a release has.
 macro_rules! for_each_version {
     (every: [$($scenario:ident),* $(,)?], only_2_1_330: [$($only:ident),* $(,)?] $(,)?) => {
@@ -1302,6 +1354,7 @@ for_each_version!(
         a_lost_enter_is_detected_and_repaired_from_the_transcript,
         with_hooks_a_permission_is_approved_through_the_hook,
         with_hooks_a_permission_is_denied_through_the_hook,
+        a_new_conversation_is_followed_after_clear,
     ],
     // Auto mode is the default from 2.1.330 on; 2.1.197 has no such mode.
     only_2_1_330: [auto_mode_prompt_approved_by_label, auto_mode_prompt_denied_by_label],
