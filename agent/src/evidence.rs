@@ -330,10 +330,24 @@ pub async fn follow_pane(
     out: mpsc::UnboundedSender<pb::AgentEvent>,
 ) {
     let (wake_tx, mut wake_rx) = mpsc::channel::<()>(1);
+    // The files this follower reads: every Claude session of the user writes into the same
+    // sessions directory, so events about other files must not wake it.
+    let targets: Arc<std::sync::Mutex<Vec<PathBuf>>> = Arc::default();
+    let wanted = targets.clone();
     let mut watcher = match notify::recommended_watcher(
         move |res: notify::Result<notify::Event>| {
+            let Ok(e) = res else { return };
             // Our own reads show up as access events: waking on them would spin.
-            if res.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
+            if matches!(e.kind, notify::EventKind::Access(_)) {
+                return;
+            }
+            let wanted = wanted.lock().unwrap_or_else(|p| p.into_inner());
+            // By file name: FSEvents reports canonical paths (/private/var/… for /var/…),
+            // and both names are unique (a session id, a pid).
+            if e.paths
+                .iter()
+                .any(|p| wanted.iter().any(|w| w.file_name() == p.file_name()))
+            {
                 let _ = wake_tx.try_send(());
             }
         },
@@ -403,6 +417,8 @@ pub async fn follow_pane(
                                 &format!("Claude Code {} (pid {})", at.session.version, at.cli_pid),
                                 &replay,
                             ));
+                            *targets.lock().unwrap_or_else(|p| p.into_inner()) =
+                                vec![at.transcript.clone(), at.session_path.clone()];
                             if let Some(w) = watcher.as_mut() {
                                 for d in watched_dirs.drain(..) {
                                     let _ = w.unwatch(&d);

@@ -94,8 +94,11 @@ pub async fn run(turns: u32, keep: bool, json: bool) -> anyhow::Result<ExitCode>
     cmd.arg("--config")
         .arg(&config)
         .arg("--local-pane")
+        // The stand-in writes Claude Code's session file and transcript there, which the
+        // agent follows (where it can read the stand-in's environment: Linux).
         .arg(format!(
-            "{} --log {}",
+            "CLAUDE_CONFIG_DIR={} {} --log {}",
+            shell_quote(&dir.join("claude").display().to_string()),
             shell_quote(&standin.display().to_string()),
             shell_quote(&log.display().to_string())
         ))
@@ -241,6 +244,18 @@ async fn drive(addr: &str, turns: u32, json: bool) -> anyhow::Result<ExitCode> {
     eprintln!(
         "karl demo: {}",
         rec["summary_line"].as_str().unwrap_or(&status)
+    );
+    eprintln!(
+        "karl demo: evidence: {}",
+        match summary.evidence() {
+            pb::EvidenceSource::Screen =>
+                "the screen (the stand-in's transcript was not followed)".to_string(),
+            src => format!(
+                "{} — {} prompt(s) confirmed from the stand-in's own transcript",
+                pb::Label::label(&src),
+                rec["confirmed"].as_u64().unwrap_or(0)
+            ),
+        }
     );
     Ok(if summary.status() == pb::SessionStatus::Done {
         ExitCode::SUCCESS

@@ -3,7 +3,8 @@
 //!
 //! One karl-coord and one karl-agent (release builds) drive 20 stand-ins in real tmux
 //! panes on a private socket, every session turning as fast as its pane allows (the
-//! stand-in answers after 400 ms; the in-process stub model writes each next prompt).
+//! stand-in answers after 400 ms; plan-only sessions with a 2,000-step plan, so none
+//! ends inside the window).
 //! Each stand-in writes Claude Code's live session file and transcript
 //! (`CLAUDE_CONFIG_DIR`, as 2.1.330 lays them out), which karl-agent finds through the
 //! pane's process tree and follows.
@@ -25,7 +26,6 @@ use karl_tests::harness::{
     bin, ctl, shell_quote, start_agent, wait_agent, wait_for, Coord, Scratch,
 };
 use karl_tests::stats::{ms, Latencies};
-use karl_tests::stub_model::{StubModel, StubScript};
 use karl_tests::tmux_server::TmuxServer;
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -62,7 +62,7 @@ struct RunResult {
     followed: usize,
 }
 
-fn run(with_transcripts: bool, panes: usize, secs: u64, model_url: &str) -> RunResult {
+fn run(with_transcripts: bool, panes: usize, secs: u64) -> RunResult {
     let scratch = Scratch::new();
     let tmux = TmuxServer::new();
     let script = scratch.path("standin.json");
@@ -103,6 +103,7 @@ fn run(with_transcripts: bool, panes: usize, secs: u64, model_url: &str) -> RunR
         "[engine]\nsettle_ms = 300\nmax_injections_per_minute = 1000\nmax_stalled_turns = 1000\nsafety_secs = 30\nmax_turns = 100000\n",
     )
     .unwrap();
+    // No model (a closed port): plan-only sessions type their plan steps.
     let coord = Coord::start(
         &scratch,
         None,
@@ -110,9 +111,14 @@ fn run(with_transcripts: bool, panes: usize, secs: u64, model_url: &str) -> RunR
             "--config",
             config.to_str().unwrap(),
             "--model-url",
-            model_url,
+            "http://127.0.0.1:9/v1",
         ],
     );
+    let plan = scratch.path("plan.txt");
+    let steps: Vec<String> = (1..=2000)
+        .map(|i| format!("Implement step {i} of the parser: handle token kind number {i}."))
+        .collect();
+    std::fs::write(&plan, steps.join("\n") + "\n").unwrap();
     let mut agent = start_agent(&scratch, &coord.url(), "mac2", None, tmux.socket());
     wait_agent(&scratch, &coord, "mac2", Duration::from_secs(15)).expect("agent connected");
     std::thread::sleep(Duration::from_secs(1));
@@ -128,6 +134,8 @@ fn run(with_transcripts: bool, panes: usize, secs: u64, model_url: &str) -> RunR
                 p,
                 "--goal",
                 "Build the parser",
+                "--plan",
+                plan.to_str().unwrap(),
                 "--turns",
                 "100000",
                 "--json",
@@ -160,8 +168,14 @@ fn run(with_transcripts: bool, panes: usize, secs: u64, model_url: &str) -> RunR
     let mut seen = Latencies::new();
     let mut decided = Latencies::new();
     let mut followed = 0;
-    for id in &ids {
+    for (i, id) in ids.iter().enumerate() {
         let v = show(id);
+        if i == 0 {
+            eprintln!(
+                "  first session: {} turns, {} — {}",
+                v["session"]["turns"], v["session"]["status"], v["session"]["reason"]
+            );
+        }
         if v["session"]["evidence"] == "transcript" {
             followed += 1;
         }
@@ -187,15 +201,8 @@ fn run(with_transcripts: bool, panes: usize, secs: u64, model_url: &str) -> RunR
 fn main() {
     let secs = env_u64("KARL_BENCH_EVIDENCE_SECS", 40);
     let panes = env_u64("KARL_BENCH_EVIDENCE_PANES", 20) as usize;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let stub = rt.block_on(StubModel::start(StubScript::echo())).unwrap();
-    let url = stub.base_url();
-    let base = run(false, panes, secs, &url);
-    let ev = run(true, panes, secs, &url);
+    let base = run(false, panes, secs);
+    let ev = run(true, panes, secs);
     println!("evidence bench: {panes} panes, {secs} s measured per run");
     println!(
         "  baseline (screen only): {} turns, karl-agent CPU {:.1}% of one core",
