@@ -38,6 +38,8 @@ use crate::procs::{ProcessTable, PsRow};
 
 /// How often the session behind a pane is looked up again.
 pub const RELOCATE: Duration = Duration::from_secs(2);
+/// How often while none is found (a CLI just started writes its session file late).
+pub const SEARCH: Duration = Duration::from_millis(500);
 /// The safety poll when no notification comes.
 pub const POLL: Duration = Duration::from_secs(1);
 /// Bytes read from a transcript in one go.
@@ -366,7 +368,7 @@ pub async fn follow_pane(
     };
     loop {
         if Instant::now() >= relocate_at {
-            relocate_at = Instant::now() + RELOCATE;
+            relocate_at = Instant::now() + if current.is_some() { RELOCATE } else { SEARCH };
             let rows = procs.rows().await;
             let found = rows
                 .as_deref()

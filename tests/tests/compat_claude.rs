@@ -1089,7 +1089,12 @@ fn an_idle_screen_with_a_turn_in_flight_in_the_transcript_is_not_typed_into(vers
     c.ctl_ok(&["pause", &id]);
     c.wait_status(&id, Duration::from_secs(10), &["paused"]);
     c.wait_screen(Duration::from_secs(20), "an idle CLI", idle_screen);
-    // The CLI has written the first turn out (2.1.197 writes its lines in batches)…
+    // KARL follows the transcript (until it does, the screen alone decides)…
+    wait_for(Duration::from_secs(10), || {
+        (c.fleet.show(&id)["session"]["evidence"] == "transcript").then_some(())
+    })
+    .unwrap_or_else(|| panic!("the transcript is not followed\n{}", c.diag()));
+    // …the CLI has written the first turn out (2.1.197 writes its lines in batches)…
     let transcript = transcript_of(&c);
     wait_for(Duration::from_secs(10), || {
         std::fs::read_to_string(&transcript)

@@ -108,9 +108,11 @@ impl Session {
                 );
                 tracing::info!(target: "coord.engine", session = %self.rec.id, %detail, "evidence attached");
                 self.audit(AuditKind::Evidence, "", detail);
-                // The prompt we typed may already be in what was written before.
-                if let Some(text) = self.cli.turn.prompt.clone() {
-                    if self.cli.turn.in_flight {
+                // The prompt we typed may already be in what was written before (the
+                // agent found the file after we typed): it confirms ours, and nothing else
+                // in a replay is news.
+                if let (Some(text), Some(a)) = (self.cli.turn.prompt.clone(), &self.cli.awaiting) {
+                    if same_prompt(&a.text, &text) {
                         self.prompt_seen(&text);
                     }
                 }

@@ -477,3 +477,21 @@ fn the_agent_s_claim_alone_never_closes_a_task() {
     assert_eq!(h.turns()[0].outcome, TurnOutcome::Progress);
     assert_eq!(h.rec().tasks.done_count(), 1);
 }
+
+/// The agent found the transcript only after our prompt was typed and answered: the
+/// replay it attaches with confirms the prompt.
+#[test]
+fn a_late_attach_confirms_the_prompt_from_its_replay() {
+    let mut h = Harness::new(record());
+    h.model.push_back(Ok(GOOD.into()));
+    h.feed(Event::Start { connected: true });
+    assert_eq!(h.typed(), [GOOD]);
+    attach(&mut h, vec![prompt(GOOD), ended()]);
+    assert_eq!(h.turns()[0].confirmed_by, Source::Transcript);
+    assert_eq!(h.rec().confirmed, 1);
+    let audits = h.audits(AuditKind::Evidence);
+    assert!(
+        audits.iter().all(|a| !a.detail.contains("did not type")),
+        "{audits:?}"
+    );
+}
