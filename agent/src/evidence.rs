@@ -220,6 +220,9 @@ impl Reader {
             Err(e) => return Err(e),
         };
         let meta = file.metadata()?;
+        if meta.len() == self.offset && file_id(&meta) == self.file_id {
+            return Ok(Vec::new());
+        }
         if self.rewritten(&mut file, &meta)? {
             self.rewrites += 1;
             info!(target: "agent.evidence", path = %self.path.display(), "transcript rewritten, shrunk or replaced; reading it again, skipping entries already read");
@@ -266,9 +269,8 @@ impl Reader {
         }
         // Lines are not always in the order they happened (2.1.197 writes some in
         // batches): order by the time each states (stable: same-time facts keep theirs).
-        if facts
-            .windows(2)
-            .any(|w| w[0].written_ms > w[1].written_ms && w[1].written_ms != 0)
+        if facts.iter().all(|f| f.written_ms != 0)
+            && facts.windows(2).any(|w| w[0].written_ms > w[1].written_ms)
         {
             facts.sort_by_key(|f| f.written_ms);
         }
@@ -332,6 +334,8 @@ pub async fn follow_pane(
     out: mpsc::UnboundedSender<pb::AgentEvent>,
 ) {
     let (wake_tx, mut wake_rx) = mpsc::channel::<()>(1);
+    // Held here so `wake_rx` never closes: without a watcher the loop must still sleep.
+    let _keep_open = wake_tx.clone();
     // The files this follower reads: every Claude session of the user writes into the same
     // sessions directory, so events about other files must not wake it.
     let targets: Arc<std::sync::Mutex<Vec<PathBuf>>> = Arc::default();
@@ -369,10 +373,11 @@ pub async fn follow_pane(
     loop {
         if Instant::now() >= relocate_at {
             relocate_at = Instant::now() + if current.is_some() { RELOCATE } else { SEARCH };
-            let rows = procs.rows().await;
-            let found = rows
-                .as_deref()
-                .and_then(|rows| locate(rows, pane_pid, &pane_id, &config_dirs));
+            // `ps` failing says nothing about the CLI: keep what is followed.
+            let found = match procs.rows().await {
+                Some(rows) => locate(&rows, pane_pid, &pane_id, &config_dirs),
+                None => current.as_ref().map(|c| c.at.clone()),
+            };
             let changed = match (&current, &found) {
                 (Some(c), Some(f)) => !c.at.same(f),
                 (None, None) => false,
@@ -396,8 +401,9 @@ pub async fn follow_pane(
                     ));
                 }
                 if let Some(at) = found {
-                    let mut reader = Reader::new(at.transcript.clone());
-                    match reader.read_new() {
+                    let (mut reader, read) =
+                        read_off_thread(Reader::new(at.transcript.clone())).await;
+                    match read {
                         Ok(_) => {
                             let status = at.session.status;
                             reader.state.status = Some(status);
@@ -456,7 +462,10 @@ pub async fn follow_pane(
             }
         }
         if let Some(c) = current.as_mut() {
-            match c.reader.read_new() {
+            let taken = std::mem::replace(&mut c.reader, Reader::new(c.at.transcript.clone()));
+            let (reader, read) = read_off_thread(taken).await;
+            c.reader = reader;
+            match read {
                 Ok(facts) if !facts.is_empty() => {
                     debug!(target: "agent.evidence", pane = %pane_id, n = facts.len(), "transcript facts");
                     send(evidence_event(
@@ -506,6 +515,26 @@ pub async fn follow_pane(
             _ = wake_rx.recv() => {}
             _ = tokio::time::sleep(wait) => {}
         }
+    }
+}
+
+/// [`Reader::read_new`] on the blocking pool: a first read can be a long file, and the
+/// agent's runtime also carries tmux control output and injections.
+async fn read_off_thread(mut r: Reader) -> (Reader, std::io::Result<Vec<Stamped>>) {
+    let path = r.path.clone();
+    match tokio::task::spawn_blocking(move || {
+        let res = r.read_new();
+        (r, res)
+    })
+    .await
+    {
+        Ok(done) => done,
+        Err(e) => (
+            Reader::new(path),
+            Err(std::io::Error::other(format!(
+                "the transcript reader stopped: {e}"
+            ))),
+        ),
     }
 }
 

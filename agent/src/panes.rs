@@ -842,6 +842,9 @@ async fn retry_gone(inner: &Arc<Inner>, pane_ids: Vec<String>) {
             continue;
         }
         info!(target: "agent.watch", pane = %meta.pane_id, old = %old_id, target = %target, "watching again");
+        // A new server means new pane ids and processes: follow the CLI there.
+        unfollow(inner, &old_id);
+        follow(inner, &meta.pane_id, meta.pid);
         emit(
             inner,
             pane_event(

@@ -1297,11 +1297,15 @@ fn a_new_conversation_is_followed_after_clear(version: &'static str) {
     c.ctl_ok(&["pause", &id]);
     c.wait_status(&id, Duration::from_secs(10), &["paused"]);
     c.wait_screen(Duration::from_secs(20), "an idle CLI", idle_screen);
-    let before = c.fleet.show(&id)["session"]["cli_session"]
-        .as_str()
-        .unwrap_or("")
-        .to_string();
-    assert_eq!(before.len(), 36, "not following a transcript before /clear");
+    // KARL follows the transcript (a CLI just started may write its session file late).
+    let before = wait_for(Duration::from_secs(10), || {
+        let s = c.fleet.show(&id)["session"]["cli_session"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        (s.len() == 36).then_some(s)
+    })
+    .unwrap_or_else(|| panic!("not following a transcript before /clear\n{}", c.diag()));
     c.ctl_ok(&["send", "mac2", &c.fleet.pane, "/clear", "--force"]);
     c.wait_screen(
         Duration::from_secs(20),

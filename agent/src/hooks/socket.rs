@@ -26,14 +26,24 @@ const MAX_LINE: u64 = 4 << 20;
 /// answers on is not.
 pub async fn serve(path: PathBuf, host: Arc<PaneHost>) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-        #[cfg(unix)]
-        {
+        if !dir.exists() {
+            // A directory made for the socket is private; an existing one is left as it is.
+            std::fs::create_dir_all(dir)?;
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
         }
     }
-    if path.exists() {
+    if let Ok(meta) = std::fs::symlink_metadata(&path) {
+        use std::os::unix::fs::FileTypeExt;
+        if !meta.file_type().is_socket() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!(
+                    "{} exists and is not a socket; choose another --hook-socket",
+                    path.display()
+                ),
+            ));
+        }
         if UnixStream::connect(&path).await.is_ok() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::AddrInUse,

@@ -141,11 +141,18 @@ fn user_facts(o: &serde_json::Map<String, Value>) -> Vec<Fact> {
     if flag("isMeta") || flag("isCompactSummary") || flag("isVisibleInTranscriptOnly") {
         return Vec::new();
     }
-    if text.starts_with("<command-name>")
-        || text.starts_with("<local-command-stdout>")
-        || text.starts_with("<command-message>")
-        || text.starts_with("Caveat: The messages below")
-    {
+    // Slash commands, `!` shell mode and their output are the CLI's own notes, not turns.
+    const NOTES: [&str; 8] = [
+        "<command-name>",
+        "<command-message>",
+        "<local-command-stdout>",
+        "<local-command-stderr>",
+        "<bash-input>",
+        "<bash-stdout>",
+        "<bash-stderr>",
+        "Caveat: The messages below",
+    ];
+    if NOTES.iter().any(|n| text.trim_start().starts_with(n)) {
         return Vec::new();
     }
     vec![Fact::Prompt { text }]
@@ -375,6 +382,14 @@ mod tests {
             r#"{"type":"user","message":{"content":"<command-name>/clear</command-name>"}}"#
         )
         .is_empty());
+        for note in [
+            "<bash-input>ls</bash-input>",
+            "<bash-stdout>a.txt</bash-stdout><bash-stderr></bash-stderr>",
+            "<local-command-stderr>oops</local-command-stderr>",
+        ] {
+            let line = serde_json::json!({"type": "user", "message": {"content": note}});
+            assert!(facts(&line.to_string()).is_empty(), "{note}");
+        }
         assert!(facts(
             r#"{"type":"user","isSidechain":true,"message":{"content":"sub-agent task"}}"#
         )

@@ -153,6 +153,9 @@ pub fn parse_utc_ms(s: &str) -> Option<u64> {
     let (date, time) = s.split_once('T')?;
     let mut d = date.splitn(3, '-');
     let year: i64 = d.next()?.parse().ok()?;
+    if !(1970..=9999).contains(&year) {
+        return None;
+    }
     let month: u32 = d.next()?.parse().ok()?;
     let day: u32 = d.next()?.parse().ok()?;
     let (hms, frac) = time.split_once('.').unwrap_or((time, ""));
@@ -237,6 +240,8 @@ mod tests {
             "2026-13-01T00:00:00Z",
             "2026-11-24T00:43:17+01:00",
             "x",
+            "99999999999999999-01-01T00:00:00Z",
+            "1969-12-31T23:59:59Z",
         ] {
             assert_eq!(parse_utc_ms(bad), None, "{bad}");
         }

@@ -262,13 +262,17 @@ pub fn decide(s: &SessionRecord, f: &SnapshotFacts<'_>, limits: &Limits) -> Deci
             }
         }
         PaneState::Idle => {
+            if s.status == Status::Escalated && !s.auto_resume {
+                return Decision::Wait("escalated: waiting for the operator");
+            }
             if let Some(cli) = f.cli {
                 if cli.busy {
                     let since = f.now_ms.saturating_sub(cli.disagree_since_ms);
                     if cli.disagree_since_ms != 0 && since > limits.disagree_escalate_ms {
+                        // A fixed text: the same escalation is not written again each look.
                         return Decision::Escalate(format!(
-                            "the screen has looked idle for {} s while the agent's transcript shows a turn in flight",
-                            since / 1000
+                            "the screen has looked idle for over {} min while the agent's transcript shows a turn in flight",
+                            limits.disagree_escalate_ms / 60_000
                         ));
                     }
                     return Decision::Wait("the transcript shows a turn in flight");
@@ -291,9 +295,6 @@ pub fn decide(s: &SessionRecord, f: &SnapshotFacts<'_>, limits: &Limits) -> Deci
                             .into(),
                     );
                 }
-            }
-            if s.status == Status::Escalated && !s.auto_resume {
-                return Decision::Wait("escalated: waiting for the operator");
             }
             if s.turns >= s.max_turns {
                 return Decision::Done(format!("turn budget of {} reached", s.max_turns));

@@ -52,6 +52,8 @@ pub(super) struct CliView {
     pub disagree_since_ms: u64,
     /// When the CLI wrote the turn end the engine has not decided on yet (0: none).
     pub ended_written_ms: u64,
+    /// Watch again at the next quiet moment (reports were lost mid-call).
+    pub rewatch: bool,
 }
 
 impl CliView {
@@ -69,11 +71,12 @@ impl CliView {
 }
 
 /// Whitespace-insensitive equality: the CLI may store a pasted prompt with its line
-/// ends normalised.
+/// ends normalised. Exact otherwise: a short prompt ("Continue.") must not be confirmed
+/// by a longer one that starts the same.
 pub fn same_prompt(typed: &str, written: &str) -> bool {
     let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let (a, b) = (norm(typed), norm(written));
-    !a.is_empty() && (a == b || b.starts_with(&a))
+    !a.is_empty() && a == b
 }
 
 impl Session {
@@ -156,6 +159,17 @@ impl Session {
                     self.look_now();
                 }
             }
+        }
+    }
+
+    /// Reports were lost: the transcript state cannot be trusted until the agent sends it
+    /// whole again (on the next watch).
+    pub(super) fn evidence_lost(&mut self) {
+        if self.cli.attached {
+            self.cli.attached = false;
+            self.cli.disagree_since_ms = 0;
+            self.rec.evidence = Source::Screen;
+            tracing::warn!(target: "coord.engine", session = %self.rec.id, "transcript facts were lost; the screen decides until the agent resends the state");
         }
     }
 
@@ -343,5 +357,9 @@ mod tests {
         assert!(same_prompt("Fix\nthe  build.", "Fix the build.\n"));
         assert!(!same_prompt("Fix the build.", "Fix the tests."));
         assert!(!same_prompt("", ""));
+        assert!(!same_prompt(
+            "Continue.",
+            "Continue. Also delete the old branch."
+        ));
     }
 }

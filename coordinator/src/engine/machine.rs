@@ -112,6 +112,9 @@ pub enum Event {
     /// A Claude Code hook event (handled whatever is in flight: a permission request
     /// waits on it).
     Hook(Arc<pb::HookEvent>),
+    /// Some of the agent's reports were lost (the session fell behind): transcript facts
+    /// are changes, so the screen decides until a new watch brings the whole state again.
+    ReportsLost,
     /// The pane printed something (it is not waiting on our Enter any more).
     PaneOutput,
     PaneClosed,
@@ -289,6 +292,16 @@ impl Session {
                 self.flow = flow;
                 self.on_hook(h);
             }
+            (flow, Event::ReportsLost) => {
+                let idle = matches!(flow, Flow::Idle);
+                self.flow = flow;
+                self.evidence_lost();
+                if idle && self.rec.status.is_live() {
+                    self.watch();
+                } else {
+                    self.cli.rewatch = true;
+                }
+            }
             (Flow::Watching, Event::Watched(r)) => self.watched(r),
             (Flow::Capturing, Event::Captured(Ok(s))) => self.on_snapshot(s),
             (Flow::Capturing, Event::Captured(Err(e))) => {
@@ -395,6 +408,8 @@ impl Session {
                     self.rec.tasks.tasks[i].turns_on_it = 0;
                 }
                 self.rec.unknown_since_ms = 0;
+                // The operator looked: a disagreement with the transcript counts afresh.
+                self.cli.disagree_since_ms = 0;
                 self.set_status(Status::Running, "resumed by the operator".into(), false);
                 if let Some(s) = self.last_snapshot.clone() {
                     self.on_snapshot(s);
@@ -406,6 +421,10 @@ impl Session {
     }
 
     fn tick(&mut self) {
+        if self.cli.rewatch && self.rec.status.is_live() {
+            self.cli.rewatch = false;
+            return self.watch();
+        }
         if self.recheck_at_ms != 0 && self.now >= self.recheck_at_ms {
             self.recheck_at_ms = 0;
             self.call(Effect::Capture, Flow::Capturing);

@@ -24,21 +24,21 @@ impl Session {
         let now = self.now;
         let d = self.note_snapshot(&snap);
         self.weigh(&d);
-        // The gate judges the exact input of the pending tool call when the transcript
-        // has it; the screen's rendering of it otherwise.
-        let action = match (self.pending_tool_action(), d.permission.as_ref()) {
-            (_, None) => None,
-            (Some(exact), Some(p)) => {
-                if !exact.contains(p.action.trim()) {
-                    tracing::info!(target: "coord.engine", session = %self.rec.id, screen = %p.action, transcript = %exact, "the permission prompt and the transcript name different actions; judging the transcript's");
-                }
-                Some(exact)
-            }
-            (None, Some(p)) => Some(p.action.clone()),
-        };
-        let permission_safe = action.is_some_and(|a| {
-            let v = self.deps.gate.check(&a, &GateContext::default());
+        // The gate judges what the prompt shows and, when the transcript has it, the
+        // pending tool call's exact input: both must be safe (the screen may wrap or cut
+        // the command; the transcript's last call may not be the one asked about).
+        let safe = |a: &str| {
+            let v = self.deps.gate.check(a, &GateContext::default());
             !v.reasons.iter().any(|r| r.rule == Rule::Destructive)
+        };
+        let permission_safe = d.permission.as_ref().is_some_and(|p| {
+            let exact = self.pending_tool_action();
+            if let Some(x) = &exact {
+                if !x.contains(p.action.trim()) {
+                    tracing::info!(target: "coord.engine", session = %self.rec.id, screen = %p.action, transcript = %x, "the permission prompt and the transcript name different actions; both are judged");
+                }
+            }
+            safe(&p.action) && exact.as_deref().is_none_or(safe)
         });
         let facts = SnapshotFacts {
             detection: &d,

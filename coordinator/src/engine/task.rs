@@ -78,7 +78,8 @@ pub(super) async fn run(
                 Ok(_) => continue,
                 Err(broadcast::error::RecvError::Lagged(n)) => {
                     tracing::warn!(target: "coord.engine", session = %id, skipped = n, "session lagged behind its agent's reports");
-                    continue;
+                    // Transcript facts come as changes: with some lost, the state is rebuilt.
+                    Event::ReportsLost
                 }
                 Err(broadcast::error::RecvError::Closed) => {
                     shell.release().await;

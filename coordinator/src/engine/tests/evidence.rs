@@ -495,3 +495,24 @@ fn a_late_attach_confirms_the_prompt_from_its_replay() {
         "{audits:?}"
     );
 }
+
+/// Reports lost on the way (the session fell behind its agent): the transcript state is
+/// dropped, the screen decides, and a new watch asks the agent for the whole state again.
+#[test]
+fn lost_reports_hand_back_to_the_screen_and_watch_again() {
+    let mut h = typed_first_turn();
+    let watches = |h: &Harness| {
+        h.effects
+            .iter()
+            .filter(|e| matches!(e, Effect::Watch))
+            .count()
+    };
+    let before = watches(&h);
+    h.feed(Event::ReportsLost);
+    assert_eq!(h.rec().evidence, Source::Screen);
+    assert_eq!(watches(&h), before + 1, "no new watch");
+    // The agent's new follower attaches with the state so far.
+    attach(&mut h, vec![prompt(GOOD)]);
+    assert_eq!(h.rec().evidence, Source::Transcript);
+    assert_eq!(h.turns()[0].confirmed_by, Source::Transcript);
+}
