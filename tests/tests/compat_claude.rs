@@ -1065,20 +1065,17 @@ fn append_line(path: &Path, line: &str) {
     writeln!(f, "{line}").unwrap();
 }
 
-/// The screen looks idle but the transcript says a turn is in flight (a prompt the CLI has
-/// not closed, written here the way the CLI writes one): KARL waits, never types, and
-/// audits the disagreement with both sides; once the transcript closes the turn, the
-/// session goes on.
-fn an_idle_screen_with_a_turn_in_flight_in_the_transcript_is_not_typed_into(version: &'static str) {
-    let Some(cli) = claude_cli(version, "idle_screen_turn_in_flight") else {
-        return;
-    };
-    let steps = [
-        "Say hello to the team in one line.",
-        "Summarize the changes in one short paragraph.",
-    ];
-    let c = Claude::ready(&cli, Script::new());
-    let plan = c.plan(&steps);
+const TWO_STEPS: [&str; 2] = [
+    "Say hello to the team in one line.",
+    "Summarize the changes in one short paragraph.",
+];
+
+/// A ready CLI driven through [`TWO_STEPS`], paused once the first reached the API, idle
+/// on screen, with its transcript followed; returns the fleet, the session and the CLI's
+/// session id.
+fn paused_after_the_first_turn(cli: &Cli) -> (Claude, String, String) {
+    let c = Claude::ready(cli, Script::new());
+    let plan = c.plan(&TWO_STEPS);
     let id = c
         .fleet
         .drive(&["--goal", "Write the parser", "--plan", &plan]);
@@ -1089,11 +1086,30 @@ fn an_idle_screen_with_a_turn_in_flight_in_the_transcript_is_not_typed_into(vers
     c.ctl_ok(&["pause", &id]);
     c.wait_status(&id, Duration::from_secs(10), &["paused"]);
     c.wait_screen(Duration::from_secs(20), "an idle CLI", idle_screen);
-    // KARL follows the transcript (until it does, the screen alone decides)…
-    wait_for(Duration::from_secs(10), || {
-        (c.fleet.show(&id)["session"]["evidence"] == "transcript").then_some(())
+    // KARL follows the transcript (a CLI just started may write its session file late;
+    // until it is followed, the screen alone decides).
+    let cli_session = wait_for(Duration::from_secs(10), || {
+        let show = c.fleet.show(&id);
+        let s = show["session"]["cli_session"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        (show["session"]["evidence"] == "transcript" && s.len() == 36).then_some(s)
     })
     .unwrap_or_else(|| panic!("the transcript is not followed\n{}", c.diag()));
+    (c, id, cli_session)
+}
+
+/// The screen looks idle but the transcript says a turn is in flight (a prompt the CLI has
+/// not closed, written here the way the CLI writes one): KARL waits, never types, and
+/// audits the disagreement with both sides; once the transcript closes the turn, the
+/// session goes on.
+fn an_idle_screen_with_a_turn_in_flight_in_the_transcript_is_not_typed_into(version: &'static str) {
+    let Some(cli) = claude_cli(version, "idle_screen_turn_in_flight") else {
+        return;
+    };
+    let (c, id, _) = paused_after_the_first_turn(&cli);
+    let steps = TWO_STEPS;
     // …the CLI has written the first turn out (2.1.197 writes its lines in batches)…
     let transcript = transcript_of(&c);
     wait_for(Duration::from_secs(10), || {
@@ -1281,31 +1297,7 @@ fn a_new_conversation_is_followed_after_clear(version: &'static str) {
     let Some(cli) = claude_cli(version, "clear") else {
         return;
     };
-    let steps = [
-        "Say hello to the team in one line.",
-        "Summarize the changes in one short paragraph.",
-    ];
-    let c = Claude::ready(&cli, Script::new());
-    let plan = c.plan(&steps);
-    let id = c
-        .fleet
-        .drive(&["--goal", "Write the parser", "--plan", &plan]);
-    wait_for(Duration::from_secs(30), || {
-        (c.stub.conversation().len() == 1).then_some(())
-    })
-    .unwrap_or_else(|| panic!("the first prompt never reached the API\n{}", c.diag()));
-    c.ctl_ok(&["pause", &id]);
-    c.wait_status(&id, Duration::from_secs(10), &["paused"]);
-    c.wait_screen(Duration::from_secs(20), "an idle CLI", idle_screen);
-    // KARL follows the transcript (a CLI just started may write its session file late).
-    let before = wait_for(Duration::from_secs(10), || {
-        let s = c.fleet.show(&id)["session"]["cli_session"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        (s.len() == 36).then_some(s)
-    })
-    .unwrap_or_else(|| panic!("not following a transcript before /clear\n{}", c.diag()));
+    let (c, id, before) = paused_after_the_first_turn(&cli);
     c.ctl_ok(&["send", "mac2", &c.fleet.pane, "/clear", "--force"]);
     c.wait_screen(
         Duration::from_secs(20),
