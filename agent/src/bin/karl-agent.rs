@@ -224,10 +224,7 @@ fn hooks_cmd(action: HooksAction) -> anyhow::Result<()> {
     }
     let path = match args.settings {
         Some(p) => p,
-        None => std::env::var_os("CLAUDE_CONFIG_DIR")
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
+        None => karl_common::evidence::claude::config_dir(&|k| std::env::var(k).ok())
             .context("no HOME: pass --settings PATH")?
             .join("settings.json"),
     };
