@@ -70,6 +70,17 @@ fn typed_first_turn() -> Harness {
     h
 }
 
+/// Turn 1 typed, confirmed and working; the next model answer ready, and the pane idle
+/// for the engine's next look (its facts decide when that is).
+fn turn_about_to_end() -> Harness {
+    let mut h = typed_first_turn();
+    facts(&mut h, vec![prompt(GOOD)]);
+    h.show(WORKING);
+    h.model.push_back(Ok(NEXT.into()));
+    h.screen = snapshot(IDLE, 100);
+    h
+}
+
 #[test]
 fn a_typed_prompt_is_confirmed_by_the_transcript_once() {
     let mut h = typed_first_turn();
@@ -158,12 +169,8 @@ fn an_idle_screen_is_never_typed_into_while_the_transcript_shows_a_turn_in_fligh
 
 #[test]
 fn an_api_error_in_the_transcript_is_an_error_turn_whatever_the_screen() {
-    let mut h = typed_first_turn();
-    facts(&mut h, vec![prompt(GOOD)]);
-    h.show(WORKING);
-    h.model.push_back(Ok(NEXT.into()));
     // The error is on screen by the time the engine looks.
-    h.screen = snapshot(IDLE, 100);
+    let mut h = turn_about_to_end();
     facts(
         &mut h,
         vec![
@@ -429,11 +436,7 @@ fn a_verify_command_that_keeps_failing_is_escalated() {
 /// the transcript shows a tool call that succeeded.
 #[test]
 fn the_agent_s_claim_alone_never_closes_a_task() {
-    let mut h = typed_first_turn();
-    facts(&mut h, vec![prompt(GOOD)]);
-    h.show(WORKING);
-    h.model.push_back(Ok(NEXT.into()));
-    h.screen = snapshot(IDLE, 100);
+    let mut h = turn_about_to_end();
     facts(
         &mut h,
         vec![
@@ -450,11 +453,7 @@ fn the_agent_s_claim_alone_never_closes_a_task() {
     );
     assert_eq!(h.rec().tasks.done_count(), 0, "closed on words alone");
     // With a tool call that succeeded, the same words close the task.
-    let mut h = typed_first_turn();
-    facts(&mut h, vec![prompt(GOOD)]);
-    h.show(WORKING);
-    h.model.push_back(Ok(NEXT.into()));
-    h.screen = snapshot(IDLE, 100);
+    let mut h = turn_about_to_end();
     facts(
         &mut h,
         vec![
