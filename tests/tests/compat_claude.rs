@@ -286,6 +286,13 @@ impl Claude {
         path.display().to_string()
     }
 
+    /// Drives the pane through `steps` (goal "Write the parser"); returns the session id.
+    fn drive_plan(&self, steps: &[&str]) -> String {
+        let plan = self.plan(steps);
+        self.fleet
+            .drive(&["--goal", "Write the parser", "--plan", &plan])
+    }
+
     /// What a failure message needs: the pane now, what reached the stub, and KARL's
     /// log with the screens it classified.
     fn diag(&self) -> String {
@@ -642,10 +649,7 @@ fn api_errors_end_their_turns_and_the_session_continues(version: &'static str) {
         .on("lexer module", Reply::error(500))
         .on("recursive descent", Reply::error(529));
     let c = Claude::ready(&cli, script);
-    let plan = c.plan(&steps);
-    let id = c
-        .fleet
-        .drive(&["--goal", "Write the parser", "--plan", &plan]);
+    let id = c.drive_plan(&steps);
     let show = c.wait_status(
         &id,
         Duration::from_secs(90),
@@ -742,10 +746,7 @@ fn a_human_draft_in_the_box_is_never_typed_over(version: &'static str) {
         has_line(s, &format!("❯ {draft}"))
     });
     let steps = ["Create the lexer module with a Token enum."];
-    let plan = c.plan(&steps);
-    let id = c
-        .fleet
-        .drive(&["--goal", "Write the parser", "--plan", &plan]);
+    let id = c.drive_plan(&steps);
     // Several settle periods and a safety capture go by.
     std::thread::sleep(Duration::from_secs(6));
     let show = c.fleet.show(&id);
@@ -1075,10 +1076,7 @@ const TWO_STEPS: [&str; 2] = [
 /// session id.
 fn paused_after_the_first_turn(cli: &Cli) -> (Claude, String, String) {
     let c = Claude::ready(cli, Script::new());
-    let plan = c.plan(&TWO_STEPS);
-    let id = c
-        .fleet
-        .drive(&["--goal", "Write the parser", "--plan", &plan]);
+    let id = c.drive_plan(&TWO_STEPS);
     wait_for(Duration::from_secs(30), || {
         (c.stub.conversation().len() == 1).then_some(())
     })
@@ -1177,10 +1175,7 @@ fn a_lost_enter_is_detected_and_repaired_from_the_transcript(version: &'static s
         Script::new(),
         &[("KARL_TEST_FAULT", "lose-first-enter")],
     );
-    let plan = c.plan(&steps);
-    let id = c
-        .fleet
-        .drive(&["--goal", "Write the parser", "--plan", &plan]);
+    let id = c.drive_plan(&steps);
     let show = c.wait_status(
         &id,
         Duration::from_secs(40),
