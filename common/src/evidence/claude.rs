@@ -16,43 +16,20 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{clip, parse_utc_ms, CliStatus, Fact, Stamped, TurnEnd};
+use super::{clip, object, parse_utc_ms, CliStatus, Fact, Stamped, TurnEnd};
+pub use super::{Entry, ParseError};
 
 /// Bound on text carried in one fact (assistant text, tool output): the engine needs
 /// the gist, the transcript keeps the rest.
 const MAX_TEXT: usize = 2000;
-
-/// A transcript or session-file line that could not be read.
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum ParseError {
-    #[error("not JSON: {0}")]
-    NotJson(String),
-    #[error("not a JSON object")]
-    NotObject,
-}
-
-fn object(line: &str) -> Result<serde_json::Map<String, Value>, ParseError> {
-    match serde_json::from_str::<Value>(line) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(ParseError::NotObject),
-        Err(e) => Err(ParseError::NotJson(e.to_string())),
-    }
-}
 
 /// The facts in one transcript line (often none: most lines are bookkeeping).
 pub fn parse_line(line: &str) -> Result<Vec<Stamped>, ParseError> {
     parse_entry(line).map(|e| e.facts)
 }
 
-/// One transcript line: its `uuid` (the CLI's id for the entry, when it has one) and its
-/// facts. A reader keeps the ids it has seen, so a file the CLI rewrites (2.1.197 does,
-/// reordering lines) is never read twice.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
-    pub id: Option<String>,
-    pub facts: Vec<Stamped>,
-}
-
+/// One transcript line with its `uuid` as the entry id: a reader keeps the ids it has
+/// seen, so a file the CLI rewrites (2.1.197 does, reordering lines) is never read twice.
 pub fn parse_entry(line: &str) -> Result<Entry, ParseError> {
     let o = object(line)?;
     let id = o

@@ -2,6 +2,8 @@
 //!
 //! - [`claude`]: Claude Code's transcript lines (`~/.claude/projects/<dir>/<session>.jsonl`)
 //!   and live session file (`~/.claude/sessions/<pid>.json`), and where to find them.
+//! - [`codex`]: Codex's rollout lines (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`),
+//!   their `session_meta` head, and which rollout belongs to a process.
 //! - [`turn`]: [`TurnState`], the fold of facts into "is a turn in flight, what was asked,
 //!   which tool call waits" — the question the engine asks before it trusts an idle screen.
 //! - [`lines`]: [`LineBuffer`], complete lines out of a growing file's new bytes (partial
@@ -12,6 +14,7 @@
 //! (`agent/src/evidence/`), acting on the facts is the coordinator's engine.
 
 pub mod claude;
+pub mod codex;
 pub mod lines;
 pub mod turn;
 pub mod wire;
@@ -120,6 +123,55 @@ impl Fact {
             } => format!("API error {status}: {}", clip(message, 80)),
             Fact::Compacted => "conversation compacted".into(),
             Fact::Status { status } => format!("status {status:?}").to_lowercase(),
+        }
+    }
+}
+
+/// A transcript or session-file line that could not be read.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ParseError {
+    #[error("not JSON: {0}")]
+    NotJson(String),
+    #[error("not a JSON object")]
+    NotObject,
+}
+
+fn object(line: &str) -> Result<serde_json::Map<String, serde_json::Value>, ParseError> {
+    match serde_json::from_str::<serde_json::Value>(line) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        Ok(_) => Err(ParseError::NotObject),
+        Err(e) => Err(ParseError::NotJson(e.to_string())),
+    }
+}
+
+/// One line of a CLI's transcript: the CLI's id for it, when it writes one, and its facts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub id: Option<String>,
+    pub facts: Vec<Stamped>,
+}
+
+/// Which agent CLI wrote a transcript, hence how its lines read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cli {
+    Claude,
+    Codex,
+}
+
+impl Cli {
+    pub fn label(self) -> &'static str {
+        match self {
+            Cli::Claude => "Claude Code",
+            Cli::Codex => "Codex",
+        }
+    }
+
+    /// One transcript line of this CLI, read.
+    pub fn parse_entry(self, line: &str) -> Result<Entry, ParseError> {
+        match self {
+            Cli::Claude => claude::parse_entry(line),
+            Cli::Codex => codex::parse_entry(line),
         }
     }
 }
