@@ -323,18 +323,22 @@ async fn paste(
     Ok(())
 }
 
-/// `KARL_TEST_FAULT=lose-first-enter`: the first injection's Enter is never sent and it is
-/// reported submitted. For the compatibility tier's lost-Enter test only; unset, nothing
-/// changes.
+/// `KARL_TEST_FAULT=lose-first-enter` (or `lose-enter:N`, the N-th injection's): that
+/// injection's Enter is never sent and it is reported submitted. For the compatibility
+/// tier's lost-Enter tests only; unset, nothing changes.
 fn fault_lose_enter() -> bool {
-    static ARMED: std::sync::OnceLock<std::sync::atomic::AtomicBool> = std::sync::OnceLock::new();
-    ARMED
-        .get_or_init(|| {
-            std::sync::atomic::AtomicBool::new(
-                std::env::var("KARL_TEST_FAULT").is_ok_and(|v| v == "lose-first-enter"),
-            )
-        })
-        .swap(false, std::sync::atomic::Ordering::SeqCst)
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static TARGET: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let target = *TARGET.get_or_init(|| match std::env::var("KARL_TEST_FAULT").ok().as_deref() {
+        Some("lose-first-enter") => 1,
+        Some(v) => v
+            .strip_prefix("lose-enter:")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0),
+        None => 0,
+    });
+    target != 0 && COUNT.fetch_add(1, Ordering::SeqCst) + 1 == target
 }
 
 /// Runs the protocol on a resolved pane. The caller holds the pane's lock and passes the

@@ -30,22 +30,20 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::http_stub::{full, Body};
+use crate::http_stub::{event_stream, full, sse, text_pieces, Body};
 use http_body_util::{BodyExt, Limited};
-use hyper::body::{Frame, Incoming};
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::body::Incoming;
+use hyper::header::HeaderValue;
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 /// Request bodies larger than this are refused (413). The CLI's turn requests carry the
 /// system prompt and ~30 tool schemas, a few hundred kilobytes.
@@ -523,10 +521,6 @@ fn content_blocks(reply: &Reply, seq: u64) -> (Vec<Value>, &'static str) {
     }
 }
 
-fn sse(event: &str, data: &Value) -> Bytes {
-    Bytes::from(format!("event: {event}\ndata: {data}\n\n"))
-}
-
 /// The server-sent events of one streamed message, with the pause before each.
 pub fn stream_events(reply: &Reply, model: &str, seq: u64, input_tokens: u64) -> Vec<(u64, Bytes)> {
     let (content, stop) = content_blocks(reply, seq);
@@ -623,22 +617,6 @@ pub fn stream_events(reply: &Reply, model: &str, seq: u64, input_tokens: u64) ->
     out
 }
 
-/// Text split after each space, so a slow stream arrives word by word.
-fn text_pieces(text: &str) -> Vec<String> {
-    let mut pieces = Vec::new();
-    let mut cur = String::new();
-    for c in text.chars() {
-        cur.push(c);
-        if c == ' ' {
-            pieces.push(std::mem::take(&mut cur));
-        }
-    }
-    if !cur.is_empty() || pieces.is_empty() {
-        pieces.push(cur);
-    }
-    pieces
-}
-
 /// The non-streamed message for a reply.
 fn message_json(reply: &Reply, model: &str, seq: u64, input_tokens: u64) -> Value {
     let (content, stop) = content_blocks(reply, seq);
@@ -653,21 +631,6 @@ fn message_json(reply: &Reply, model: &str, seq: u64, input_tokens: u64) -> Valu
 fn error_body(error_type: &str, message: &str, seq: u64) -> Value {
     json!({"type": "error", "error": {"type": error_type, "message": message},
            "request_id": format!("req_stub_{seq:04}")})
-}
-
-/// A body fed by a task, one chunk per event, ending when the sender is dropped.
-struct ChannelBody(mpsc::Receiver<Bytes>);
-
-impl hyper::body::Body for ChannelBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.0.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b))))
-    }
 }
 
 fn json_response(status: StatusCode, v: &Value, seq: u64) -> Response<Body> {
@@ -742,22 +705,8 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             }
             reply if stream => {
                 rec.status = 200;
-                let events = stream_events(&reply, &model, seq, input_tokens);
-                let (tx, rx) = mpsc::channel(8);
-                tokio::spawn(async move {
-                    for (pause, bytes) in events {
-                        if pause > 0 {
-                            tokio::time::sleep(Duration::from_millis(pause)).await;
-                        }
-                        if tx.send(bytes).await.is_err() {
-                            return;
-                        }
-                    }
-                });
-                let mut resp = Response::new(ChannelBody(rx).boxed());
+                let mut resp = event_stream(stream_events(&reply, &model, seq, input_tokens));
                 let h = resp.headers_mut();
-                h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-                h.insert("cache-control", HeaderValue::from_static("no-cache"));
                 if let Ok(id) = HeaderValue::from_str(&format!("req_stub_{seq:04}")) {
                     h.insert("request-id", id);
                 }

@@ -1,17 +1,20 @@
-//! What the two stub servers (the OpenAI-compatible model and the Anthropic Messages API)
-//! share: the response body type, a plain response, and the accept loop that serves
+//! What the stub servers (the OpenAI-compatible model, the Anthropic Messages API and the
+//! OpenAI Responses API) share: the response body type, a plain response, server-sent
+//! event streams, and the accept loop that serves
 //! HTTP/1.1 connections — plain, or over TLS with a [`TlsAcceptor`] — until shutdown.
 //! What each replies lives in its own module.
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
+use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -21,7 +24,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 pub use tokio_rustls::TlsAcceptor;
 
@@ -39,6 +42,63 @@ pub fn full(
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     resp
+}
+
+/// One server-sent event.
+pub fn sse(event: &str, data: &serde_json::Value) -> Bytes {
+    Bytes::from(format!("event: {event}\ndata: {data}\n\n"))
+}
+
+/// Text split after each space, so a slow stream arrives word by word.
+pub fn text_pieces(text: &str) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut cur = String::new();
+    for c in text.chars() {
+        cur.push(c);
+        if c == ' ' {
+            pieces.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() || pieces.is_empty() {
+        pieces.push(cur);
+    }
+    pieces
+}
+
+/// A `text/event-stream` response sending `events` in order, each after its pause (ms),
+/// from a task of its own; a client that hangs up ends it.
+pub fn event_stream(events: Vec<(u64, Bytes)>) -> Response<Body> {
+    let (tx, rx) = mpsc::channel(8);
+    tokio::spawn(async move {
+        for (pause, bytes) in events {
+            if pause > 0 {
+                tokio::time::sleep(Duration::from_millis(pause)).await;
+            }
+            if tx.send(bytes).await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut resp = Response::new(ChannelBody(rx).boxed());
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert("cache-control", HeaderValue::from_static("no-cache"));
+    resp
+}
+
+/// A body fed by a task, one chunk per event, ending when the sender is dropped.
+struct ChannelBody(mpsc::Receiver<Bytes>);
+
+impl hyper::body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.0.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b))))
+    }
 }
 
 /// A TLS acceptor for a stub server from a PEM certificate chain and key (rustls with

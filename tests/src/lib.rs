@@ -5,7 +5,10 @@
 //!   Claude Code CLI runs offline in the compatibility tests.
 //! - [`harness`]: real processes for end-to-end tests (private tmux servers, the
 //!   coordinator and agents on loopback, karl-ctl runs, polling with deadlines).
-//! - [`http_stub`]: the accept loop and response helpers both stub servers share.
+//! - [`http_stub`]: the accept loop, response and event-stream helpers the stub servers
+//!   share.
+//! - [`responses_stub`]: a scripted OpenAI-Responses-compatible server, so the real Codex
+//!   CLI runs offline in the compatibility tests.
 //! - [`standin`]: `karl-standin`, a stand-in coding agent whose screens follow Claude
 //!   Code's, driven by a script file; plus its tmux test harness.
 //! - [`stats`]: latency percentiles for the benchmarks (an HDR histogram).
@@ -16,6 +19,7 @@
 pub mod anthropic_stub;
 pub mod harness;
 pub mod http_stub;
+pub mod responses_stub;
 pub mod standin;
 pub mod stats;
 pub mod stub_model;
