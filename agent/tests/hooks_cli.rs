@@ -91,7 +91,7 @@ fn install_status_uninstall_round_trip_with_backups() {
 }
 
 #[test]
-fn bad_settings_and_codex_are_refused_with_nothing_changed() {
+fn bad_settings_are_refused_with_nothing_changed() {
     let dir = tempfile::tempdir().unwrap();
     let settings = dir.path().join("settings.json");
     let socket = dir.path().join("agent.sock");
@@ -103,11 +103,17 @@ fn bad_settings_and_codex_are_refused_with_nothing_changed() {
 
     let out = hooks(&["install", "--codex"], &settings, &socket);
     assert!(!out.status.success());
+    assert!(text(&out).contains("not valid JSON"), "{}", text(&out));
+
+    // One --settings file cannot be both CLIs'.
+    let out = hooks(&["install", "--claude", "--codex"], &settings, &socket);
+    assert!(!out.status.success());
     assert!(
-        text(&out).contains("Codex hooks are not supported yet"),
+        text(&out).contains("--settings names one file"),
         "{}",
         text(&out)
     );
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{ not json");
 
     let out = hooks(&["install"], &settings, Path::new("relative.sock"));
     assert!(!out.status.success());
@@ -118,4 +124,31 @@ fn bad_settings_and_codex_are_refused_with_nothing_changed() {
     let out = hooks(&["install"], &fresh, &socket);
     assert!(out.status.success(), "{}", text(&out));
     assert!(fresh.exists());
+}
+
+/// Codex's `hooks.json`: KARL's entry reports as `hook codex`, has no matcher, and the
+/// install says how Codex comes to trust it.
+#[test]
+fn codex_hooks_install_into_hooks_json_and_come_out_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("codex/hooks.json");
+    let socket = dir.path().join("agent.sock");
+    let out = hooks(&["install", "--codex"], &file, &socket);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("/hooks"), "{}", text(&out));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let group = &v["hooks"]["PermissionRequest"][0];
+    assert!(group.get("matcher").is_none(), "{group}");
+    let cmd = group["hooks"][0]["command"].as_str().unwrap();
+    assert!(cmd.contains(" hook codex --socket "), "{cmd}");
+    let out = hooks(&["status", "--codex"], &file, &socket);
+    assert!(text(&out).contains("PermissionRequest"), "{}", text(&out));
+    let out = hooks(&["uninstall", "--codex"], &file, &socket);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&file).unwrap())
+            .unwrap(),
+        serde_json::json!({})
+    );
 }

@@ -109,6 +109,13 @@ impl Drop for Codex {
 
 impl Codex {
     fn start(bin: &Path, script: Script, agent_env: &[(&str, &str)]) -> Codex {
+        Codex::start_full(bin, script, agent_env, false)
+    }
+
+    /// `hooks`: KARL's hook installed into the test's `CODEX_HOME/hooks.json` with
+    /// `karl-agent hooks install --codex`, and Codex started with
+    /// `--dangerously-bypass-hook-trust` (a developer trusts it once with `/hooks`).
+    fn start_full(bin: &Path, script: Script, agent_env: &[(&str, &str)], hooks: bool) -> Codex {
         let stub = ResponsesStub::start(script).unwrap();
         let scratch = Scratch::new();
         let home = scratch.path("codex-home");
@@ -157,9 +164,24 @@ screen_reader_detection_done = true
             ("HTTP_PROXY", "http://127.0.0.1:9".into()),
             ("NO_PROXY", "127.0.0.1,localhost".into()),
         ];
+        if hooks {
+            let out = Command::new(karl_tests::harness::bin("karl-agent"))
+                .args(["hooks", "install", "--codex", "--settings"])
+                .arg(home.join("hooks.json"))
+                .arg("--socket")
+                .arg(scratch.dir.path().join(".karl/agent.sock"))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "hooks install: {out:?}");
+        }
         let inner = format!(
-            "{}; exec bash --norc -i",
-            shell_quote(&bin.display().to_string())
+            "{}{}; exec bash --norc -i",
+            shell_quote(&bin.display().to_string()),
+            if hooks {
+                " --dangerously-bypass-hook-trust"
+            } else {
+                ""
+            }
         );
         let mut cmdline = format!(
             "cd {} && exec env -i TERM=\"$TERM\" TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\"",
@@ -475,7 +497,16 @@ fn a_lost_enter_is_detected_and_repaired_from_the_rollout(version: &'static str)
     let Some(bin) = codex_cli(version, "lost_enter") else {
         return;
     };
-    let c = Codex::start(&bin, Script::new(), &[("KARL_TEST_FAULT", "lose-enter:2")]);
+    // The first answer takes a couple of seconds, so the rollout (created by the first
+    // prompt) is followed before the second prompt is typed.
+    let script = Script::new().on(
+        "hello",
+        Reply::slow(
+            "Hello team, here is a short greeting from the release crew today.",
+            150,
+        ),
+    );
+    let c = Codex::start(&bin, script, &[("KARL_TEST_FAULT", "lose-enter:2")]);
     let id = c.drive_plan(&TWO_STEPS, &[]);
     let show = c.wait_status(
         &id,
@@ -498,6 +529,77 @@ fn a_lost_enter_is_detected_and_repaired_from_the_rollout(version: &'static str)
     assert_eq!(turns(&show)[1]["confirmed_by"], "transcript", "{show}");
 }
 
+const RUN_CHECK: &str = "Run the marker check with a shell command.";
+const SUMMARIZE: &str = "Summarize the changes in one short paragraph.";
+
+/// With KARL's hook installed, Codex asks KARL through `PermissionRequest` before it shows
+/// its approval prompt; KARL answers by policy, judging the hook's exact command.
+fn hooked_permission(version: &'static str, test: &str, policy: &str) -> Option<(Codex, String)> {
+    let bin = codex_cli(version, test)?;
+    let c = Codex::start_full(
+        &bin,
+        Script::new().on("marker check", Reply::escalated("touch karl-marker.txt")),
+        &[],
+        true,
+    );
+    let id = c.drive_plan(&[RUN_CHECK, SUMMARIZE], &["--permissions", policy]);
+    Some((c, id))
+}
+
+fn with_hooks_a_permission_is_approved_through_the_hook(version: &'static str) {
+    let Some((c, id)) = hooked_permission(version, "hook_approved", "approve-safe") else {
+        return;
+    };
+    let show = c.wait_status(&id, Duration::from_secs(60), &["done", "escalated"]);
+    c.expect_done(&show);
+    assert!(
+        c.fleet.scratch.path("proj/karl-marker.txt").exists(),
+        "approved, not run\n{}",
+        c.diag()
+    );
+    let audit = c.fleet.ctl(&["audit", "--session", &id, "--json"]);
+    assert!(
+        audit.stdout.contains(
+            "approved through the PermissionRequest hook by policy approve-safe: Bash touch karl-marker.txt"
+        ),
+        "{}\n{}",
+        audit.stdout,
+        c.diag()
+    );
+    assert!(
+        !audit.stdout.contains("chose"),
+        "keys were pressed: {}",
+        audit.stdout
+    );
+    assert_eq!(c.stub.conversation(), [RUN_CHECK, SUMMARIZE]);
+}
+
+fn with_hooks_a_permission_is_denied_through_the_hook(version: &'static str) {
+    let Some((c, id)) = hooked_permission(version, "hook_denied", "deny") else {
+        return;
+    };
+    let show = c.wait_status(&id, Duration::from_secs(60), &["done", "escalated"]);
+    c.expect_done(&show);
+    assert!(
+        !c.fleet.scratch.path("proj/karl-marker.txt").exists(),
+        "a denied command ran"
+    );
+    let audit = c.fleet.ctl(&["audit", "--session", &id, "--json"]);
+    assert!(
+        audit
+            .stdout
+            .contains("denied through the PermissionRequest hook by policy deny"),
+        "{}\n{}",
+        audit.stdout,
+        c.diag()
+    );
+    assert!(
+        !audit.stdout.contains("chose"),
+        "keys were pressed: {}",
+        audit.stdout
+    );
+}
+
 macro_rules! for_each_version {
     ($($scenario:ident),* $(,)?) => {
         mod v0_169_0 {
@@ -510,6 +612,8 @@ for_each_version!(
     a_plan_is_driven_with_every_prompt_confirmed_from_the_rollout,
     an_idle_screen_with_a_turn_in_flight_in_the_rollout_is_not_typed_into,
     a_lost_enter_is_detected_and_repaired_from_the_rollout,
+    with_hooks_a_permission_is_approved_through_the_hook,
+    with_hooks_a_permission_is_denied_through_the_hook,
 );
 
 #[test]

@@ -59,7 +59,7 @@ enum Cmd {
     /// The command Claude Code runs for each hook event (written by `hooks install`):
     /// reads the event on stdin and hands it to this Mac's karl-agent.
     Hook {
-        /// The CLI sending the event (`claude`).
+        /// The CLI sending the event (`claude` or `codex`; both send the same JSON).
         cli: String,
         /// The agent's hook socket.
         #[arg(long)]
@@ -93,8 +93,9 @@ struct HooksArgs {
     /// Codex.
     #[arg(long)]
     codex: bool,
-    /// The settings file. Default: $CLAUDE_CONFIG_DIR/settings.json, else
-    /// ~/.claude/settings.json.
+    /// The settings file. Default for Claude Code: $CLAUDE_CONFIG_DIR/settings.json, else
+    /// ~/.claude/settings.json; for Codex: $CODEX_HOME/hooks.json, else
+    /// ~/.codex/hooks.json.
     #[arg(long)]
     settings: Option<PathBuf>,
     /// The agent's hook socket the hook should report to. Default: ~/.karl/agent.sock.
@@ -209,31 +210,56 @@ fn dirs_config() -> Option<PathBuf> {
     karl_common::default_config_path("karl-agent.toml")
 }
 
-/// `karl-agent hooks install|status|uninstall`.
+/// `karl-agent hooks install|status|uninstall`, for each CLI asked for.
 fn hooks_cmd(action: HooksAction) -> anyhow::Result<()> {
-    use karl_agent::hooks::settings;
+    use karl_common::evidence::Cli;
     let (args, verb) = match action {
         HooksAction::Install(a) => (a, "install"),
         HooksAction::Status(a) => (a, "status"),
         HooksAction::Uninstall(a) => (a, "uninstall"),
     };
-    if args.codex {
+    let clis: Vec<Cli> = match (args.claude, args.codex) {
+        (true, true) => vec![Cli::Claude, Cli::Codex],
+        (false, true) => vec![Cli::Codex],
+        _ => vec![Cli::Claude],
+    };
+    if clis.len() > 1 && args.settings.is_some() {
         anyhow::bail!(
-            "Codex hooks are not supported yet; nothing changed (KARL drives Codex from its screen)"
+            "--settings names one file: pass it with --claude or --codex alone; nothing changed"
         );
     }
-    let path = match args.settings {
-        Some(p) => p,
-        None => karl_common::evidence::claude::config_dir(&|k| std::env::var(k).ok())
-            .context("no HOME: pass --settings PATH")?
-            .join("settings.json"),
-    };
     let socket = args
         .socket
         .or_else(karl_agent::hooks::default_socket)
         .context("no HOME: pass --socket PATH")?;
     karl_agent::hooks::socket::check_path(&socket).map_err(anyhow::Error::msg)?;
-    let original = match std::fs::read_to_string(&path) {
+    for cli in clis {
+        let env = |k: &str| std::env::var(k).ok();
+        let path = match (&args.settings, cli) {
+            (Some(p), _) => p.clone(),
+            (None, Cli::Claude) => karl_common::evidence::claude::config_dir(&env)
+                .context("no HOME: pass --settings PATH")?
+                .join("settings.json"),
+            (None, Cli::Codex) => karl_common::evidence::codex::codex_home(&env)
+                .context("no HOME: pass --settings PATH")?
+                .join("hooks.json"),
+        };
+        hooks_file(cli, verb, &path, &socket)?;
+    }
+    Ok(())
+}
+
+/// One CLI's hooks file: install, show or remove KARL's entry, with a backup of what was
+/// there before any change.
+fn hooks_file(
+    cli: karl_common::evidence::Cli,
+    verb: &str,
+    path: &std::path::Path,
+    socket: &std::path::Path,
+) -> anyhow::Result<()> {
+    use karl_agent::hooks::settings;
+    use karl_common::evidence::Cli;
+    let original = match std::fs::read_to_string(path) {
         Ok(t) => Some(t),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
@@ -250,13 +276,17 @@ fn hooks_cmd(action: HooksAction) -> anyhow::Result<()> {
     let changed = match verb {
         "install" => {
             let exe = std::env::current_exe().context("cannot tell where karl-agent is")?;
+            let (name, matcher) = match cli {
+                Cli::Claude => ("claude", Some("*")),
+                Cli::Codex => ("codex", None),
+            };
             let command = format!(
-                "{} hook claude --socket {} {}",
+                "{} hook {name} --socket {} {}",
                 shell_word(&exe.display().to_string()),
                 shell_word(&socket.display().to_string()),
                 settings::MARKER
             );
-            let changed = settings::install(&mut value, &command)
+            let changed = settings::install(&mut value, &command, matcher)
                 .map_err(|e| anyhow::anyhow!("{}: {e}; nothing changed", path.display()))?;
             println!(
                 "{}: PermissionRequest hook {} (reports to {})",
@@ -268,6 +298,12 @@ fn hooks_cmd(action: HooksAction) -> anyhow::Result<()> {
                 },
                 socket.display()
             );
+            if cli == Cli::Codex {
+                println!(
+                    "Codex runs a hook only once it is trusted: open /hooks in Codex and trust \
+                     KARL's, or start Codex with --dangerously-bypass-hook-trust"
+                );
+            }
             changed
         }
         "uninstall" => {
@@ -287,7 +323,7 @@ fn hooks_cmd(action: HooksAction) -> anyhow::Result<()> {
             for (event, command) in found {
                 println!("{}: {event} → {command}", path.display());
             }
-            let live = std::os::unix::net::UnixStream::connect(&socket).is_ok();
+            let live = std::os::unix::net::UnixStream::connect(socket).is_ok();
             println!(
                 "agent socket {}: {}",
                 socket.display(),
@@ -319,7 +355,7 @@ fn hooks_cmd(action: HooksAction) -> anyhow::Result<()> {
         let tmp = path.with_extension("json.karl-tmp");
         let text = serde_json::to_string_pretty(&value)? + "\n";
         std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path)
+        std::fs::rename(&tmp, path)
             .with_context(|| format!("cannot replace {}", path.display()))?;
     }
     Ok(())

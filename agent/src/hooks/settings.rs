@@ -1,8 +1,9 @@
-//! KARL's entry in a Claude Code `settings.json`, added and removed without touching
-//! anything else (pure, over `serde_json::Value`).
+//! KARL's entry in a Claude Code `settings.json` or a Codex `hooks.json`, added and removed
+//! without touching anything else (pure, over `serde_json::Value`).
 //!
-//! Claude Code reads hooks as `hooks.<Event>` = a list of `{matcher, hooks: [{type:
-//! "command", command, timeout}]}`. KARL adds one such group per event it handles, whose
+//! Both CLIs read hooks as `hooks.<Event>` = a list of `{matcher, hooks: [{type:
+//! "command", command, timeout}]}` (Codex 0.169 takes Claude's shape and answers; its
+//! matcher is a pattern, so KARL's Codex entry has none and matches every tool). KARL adds one such group per event it handles, whose
 //! command carries the marker [`MARKER`]; uninstall removes the hook entries that carry
 //! it (and groups or event lists left empty by that), nothing else.
 
@@ -35,9 +36,13 @@ pub enum SettingsError {
     EventNotList(String),
 }
 
-/// Adds KARL's hook (running `command`) for each of [`EVENTS`], replacing an older KARL
-/// entry; returns whether anything changed.
-pub fn install(settings: &mut Value, command: &str) -> Result<bool, SettingsError> {
+/// Adds KARL's hook (running `command`, for tools matching `matcher` when given) for each
+/// of [`EVENTS`], replacing an older KARL entry; returns whether anything changed.
+pub fn install(
+    settings: &mut Value,
+    command: &str,
+    matcher: Option<&str>,
+) -> Result<bool, SettingsError> {
     let root = settings.as_object_mut().ok_or(SettingsError::NotObject)?;
     let hooks = root
         .entry("hooks")
@@ -51,10 +56,12 @@ pub fn install(settings: &mut Value, command: &str) -> Result<bool, SettingsErro
             .or_insert_with(|| Value::Array(Vec::new()))
             .as_array_mut()
             .ok_or_else(|| SettingsError::EventNotList(event.to_string()))?;
-        let wanted = json!({
-            "matcher": "*",
+        let mut wanted = json!({
             "hooks": [{"type": "command", "command": command, "timeout": TIMEOUT_SECS}],
         });
+        if let Some(m) = matcher {
+            wanted["matcher"] = m.into();
+        }
         if list.contains(&wanted) {
             continue;
         }
@@ -156,8 +163,8 @@ mod tests {
             "model": "opus"
         });
         let mut s = original.clone();
-        assert_eq!(install(&mut s, CMD), Ok(true));
-        assert_eq!(install(&mut s, CMD), Ok(false), "idempotent");
+        assert_eq!(install(&mut s, CMD, Some("*")), Ok(true));
+        assert_eq!(install(&mut s, CMD, Some("*")), Ok(false), "idempotent");
         assert_eq!(
             installed(&s),
             [("PermissionRequest".to_string(), CMD.to_string())]
@@ -175,7 +182,7 @@ mod tests {
     #[test]
     fn empty_settings_get_a_hooks_table_and_lose_it_again() {
         let mut s = json!({});
-        install(&mut s, CMD).unwrap();
+        install(&mut s, CMD, Some("*")).unwrap();
         assert_eq!(
             s["hooks"]["PermissionRequest"][0]["hooks"][0]["timeout"],
             TIMEOUT_SECS
@@ -187,21 +194,42 @@ mod tests {
     #[test]
     fn a_new_command_replaces_the_old_karl_entry() {
         let mut s = json!({});
-        install(&mut s, CMD).unwrap();
+        install(&mut s, CMD, Some("*")).unwrap();
         let newer = CMD.replace("/usr/local/bin", "/opt/homebrew/bin");
-        assert_eq!(install(&mut s, &newer), Ok(true));
+        assert_eq!(install(&mut s, &newer, Some("*")), Ok(true));
         assert_eq!(installed(&s), [("PermissionRequest".to_string(), newer)]);
+    }
+
+    /// Codex's `hooks.json` allows only `description` and `hooks` at its root: KARL adds
+    /// nothing else, and its entry has no matcher.
+    #[test]
+    fn a_codex_hooks_file_gets_an_entry_without_a_matcher() {
+        let mut s = json!({"description": "team hooks", "hooks": {"Stop": [
+            {"hooks": [{"type": "command", "command": "notify-send done"}]}]}});
+        let before = s.clone();
+        assert_eq!(install(&mut s, CMD, None), Ok(true));
+        assert_eq!(
+            s["hooks"]["PermissionRequest"],
+            json!([{"hooks": [{"type": "command", "command": CMD, "timeout": TIMEOUT_SECS}]}])
+        );
+        let keys: Vec<&String> = s.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["description", "hooks"]);
+        assert_eq!(uninstall(&mut s), 1);
+        assert_eq!(s, before);
     }
 
     #[test]
     fn odd_settings_are_refused_not_overwritten() {
-        assert_eq!(install(&mut json!([]), CMD), Err(SettingsError::NotObject));
         assert_eq!(
-            install(&mut json!({"hooks": 3}), CMD),
+            install(&mut json!([]), CMD, None),
+            Err(SettingsError::NotObject)
+        );
+        assert_eq!(
+            install(&mut json!({"hooks": 3}), CMD, None),
             Err(SettingsError::HooksNotObject)
         );
         assert_eq!(
-            install(&mut json!({"hooks": {"PermissionRequest": {}}}), CMD),
+            install(&mut json!({"hooks": {"PermissionRequest": {}}}), CMD, None),
             Err(SettingsError::EventNotList("PermissionRequest".into()))
         );
     }
