@@ -69,6 +69,7 @@ impl Agent {
         let (events_tx, events) = mpsc::channel(1024);
         let host = Arc::new(PaneHost::new(tmux, events_tx));
         if let Some(path) = config.hook_socket {
+            host.set_hook_socket(path.clone());
             let h = host.clone();
             tokio::spawn(async move {
                 if let Err(e) = hooks::socket::serve(path.clone(), h).await {

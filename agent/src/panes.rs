@@ -97,6 +97,9 @@ struct Inner {
     procs: Arc<ProcessTable>,
     /// One evidence follower per watched pane ([`crate::evidence`]).
     followers: Mutex<HashMap<String, JoinHandle<()>>>,
+    /// The hook socket this agent listens on, for launched CLIs' hooks (`None`: launched
+    /// CLIs start without KARL's hook).
+    hook_socket: Mutex<Option<std::path::PathBuf>>,
     /// Hooks waiting for the coordinator's decision, by hook request id.
     hook_waiters: Mutex<HashMap<u64, tokio::sync::oneshot::Sender<pb::HookAnswer>>>,
 }
@@ -158,9 +161,15 @@ impl PaneHost {
                 verify,
                 procs: Arc::new(ProcessTable::new()),
                 followers: Mutex::new(HashMap::new()),
+                hook_socket: Mutex::new(None),
                 hook_waiters: Mutex::new(HashMap::new()),
             }),
         }
+    }
+
+    /// The hook socket launched CLIs report to (`drive --launch`).
+    pub fn set_hook_socket(&self, socket: std::path::PathBuf) {
+        *lock(&self.inner.hook_socket) = Some(socket);
     }
 
     /// The tmux handle this host uses.
@@ -359,6 +368,26 @@ impl PaneHost {
         if let Err(why) = inject::check_text(&i.text) {
             return (String::new(), Outcome::refused(why));
         }
+        // A launch command line gets KARL's hook for the CLI it starts.
+        let launched;
+        let i = if i.launch {
+            let socket = lock(&self.inner.hook_socket).clone();
+            let text = match socket {
+                Some(s) => {
+                    let (line, problem) = crate::hooks::launch::prepare(&i.text, &s);
+                    if let Some(p) = problem {
+                        warn!(target: "agent.hooks", problem = %p, "launching without KARL's hook; the screen decides permissions");
+                    }
+                    line
+                }
+                None => i.text.clone(),
+            };
+            info!(target: "agent.inject", command = %text, "launching the agent CLI");
+            launched = pb::Inject { text, ..i.clone() };
+            &launched
+        } else {
+            i
+        };
         // Resolve once: everything below addresses the pane by its id.
         let meta = match self.inner.tmux.resolve(&target).await {
             Ok(m) => m,

@@ -355,6 +355,11 @@ pub struct SessionRecord {
     pub verify_failures: u32,
     /// The last line of the last failing run (the same failure twice is a loop).
     pub verify_last: String,
+    /// `drive --launch`: the command line KARL types at the shell prompt to start (and
+    /// restart) the agent CLI; empty when the CLI was already running.
+    pub launch: String,
+    /// When KARL typed the launch command (0: not yet).
+    pub launched_ms: u64,
 }
 
 /// Latencies kept per session (newest last).

@@ -220,6 +220,7 @@ impl TryFrom<pb::DriveRequest> for Drive {
             auto_detect: req.auto_detect,
             permissions,
             verify: (!req.verify.trim().is_empty()).then(|| req.verify.trim().to_string()),
+            launch: req.launch.trim().to_string(),
             path: (!req.path.is_empty()).then_some(req.path),
         }))
     }

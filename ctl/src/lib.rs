@@ -141,6 +141,11 @@ pub enum Command {
         /// becomes the next turn's task.
         #[arg(long)]
         verify: Option<String>,
+        /// Start the agent CLI first: type this command line (e.g. `claude`) at the
+        /// pane's shell prompt. For Claude Code KARL adds `--settings FILE` with its
+        /// permission hook, so nothing global changes. Also used to restart it.
+        #[arg(long)]
+        launch: Option<String>,
         /// Stay and print each turn until the session ends.
         #[arg(long)]
         follow: bool,
@@ -391,6 +396,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             permissions,
             path,
             verify,
+            launch,
             follow,
         } => {
             let target = check_target(&pane)?;
@@ -424,6 +430,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     resume_id: resume.unwrap_or_default(),
                     path: path.unwrap_or_default(),
                     verify: verify.unwrap_or_default(),
+                    launch: launch.unwrap_or_default(),
                 })
                 .await
                 .map_err(explain)?

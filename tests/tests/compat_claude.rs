@@ -124,6 +124,17 @@ const ALL: Accepted = Accepted {
     api_key: true,
 };
 
+/// What the pane runs when the fleet starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// The CLI (then a shell once it exits).
+    Cli,
+    /// The CLI, with KARL's hooks installed in the user's settings first.
+    CliWithHooks,
+    /// Only a shell: KARL launches the CLI (`drive --launch`).
+    Shell,
+}
+
 /// The real CLI in a pane of a KARL fleet, with its stub.
 struct Claude {
     fleet: Fleet,
@@ -151,7 +162,7 @@ impl Claude {
         mode: Mode,
         agent_env: &[(&str, &str)],
     ) -> Claude {
-        Claude::start_full(cli, script, accepted, mode, agent_env, false)
+        Claude::start_full(cli, script, accepted, mode, agent_env, Start::Cli)
     }
 
     fn start_full(
@@ -160,8 +171,9 @@ impl Claude {
         accepted: Accepted,
         mode: Mode,
         agent_env: &[(&str, &str)],
-        hooks: bool,
+        start: Start,
     ) -> Claude {
+        let hooks = start == Start::CliWithHooks;
         let stub = AnthropicStub::start(script).unwrap();
         let scratch = Scratch::new();
         let home = scratch.path("home");
@@ -226,10 +238,13 @@ impl Claude {
             ("HTTP_PROXY", "http://127.0.0.1:9".into()),
             ("NO_PROXY", "127.0.0.1,localhost".into()),
         ];
-        let inner = format!(
-            "{}; exec bash --norc -i",
-            shell_quote(&cli.bin.display().to_string())
-        );
+        let inner = match start {
+            Start::Shell => "exec bash --norc -i".to_string(),
+            _ => format!(
+                "{}; exec bash --norc -i",
+                shell_quote(&cli.bin.display().to_string())
+            ),
+        };
         let mut cmdline = format!(
             "cd {} && exec env -i TERM=\"$TERM\" TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\"",
             shell_quote(&project.display().to_string())
@@ -1213,7 +1228,7 @@ fn hooked_permission(version: &'static str, test: &str, policy: &str) -> Option<
         ALL,
         Mode::Manual,
         &[],
-        true,
+        Start::CliWithHooks,
     );
     c.wait_screen(Duration::from_secs(30), "the empty input box", idle_screen);
     let plan = c.plan(&[RUN_CHECK, SUMMARIZE]);
@@ -1285,6 +1300,77 @@ fn with_hooks_a_permission_is_denied_through_the_hook(version: &'static str) {
     );
 }
 
+/// `drive --launch`: the pane shows a shell; KARL types the CLI's command line there with
+/// `--settings FILE` holding its hook, waits for the CLI, and drives it — a permission is
+/// approved through the hook, and the user's own settings are never touched.
+fn launched_cli_gets_karls_hook_and_the_user_settings_stay_as_they_were(version: &'static str) {
+    let Some(cli) = claude_cli(version, "launch") else {
+        return;
+    };
+    let c = Claude::start_full(
+        &cli,
+        Script::new().on("marker check", Reply::bash("touch karl-marker.txt")),
+        ALL,
+        Mode::Manual,
+        &[],
+        Start::Shell,
+    );
+    let user_settings = c.fleet.scratch.path("home/.claude/settings.json");
+    let before = std::fs::read_to_string(&user_settings).unwrap();
+    c.wait_screen(Duration::from_secs(10), "a shell prompt", |s| {
+        s.lines()
+            .any(|l| l.trim_end().ends_with('$') || l.trim_end().ends_with('#'))
+    });
+    let plan = c.plan(&[RUN_CHECK, SUMMARIZE]);
+    let bin = cli.bin.display().to_string();
+    let id = c.fleet.drive(&[
+        "--goal",
+        "Check the project",
+        "--plan",
+        &plan,
+        "--permissions",
+        "approve-safe",
+        "--launch",
+        &bin,
+    ]);
+    let show = c.wait_status(
+        &id,
+        Duration::from_secs(90),
+        &["done", "escalated", "failed"],
+    );
+    c.expect_status(&show, "done", "");
+    assert!(
+        c.project.join("karl-marker.txt").exists(),
+        "approved, not run"
+    );
+    let audit = c.fleet.ctl(&["audit", "--session", &id, "--json"]);
+    assert!(
+        audit.stdout.contains("launched the agent CLI"),
+        "{}\n{}",
+        audit.stdout,
+        c.diag()
+    );
+    assert!(
+        audit
+            .stdout
+            .contains("approved through the PermissionRequest hook by policy approve-safe"),
+        "{}\n{}",
+        audit.stdout,
+        c.diag()
+    );
+    assert!(
+        !audit.stdout.contains("chose"),
+        "keys were pressed: {}",
+        audit.stdout
+    );
+    assert_eq!(c.stub.conversation(), [RUN_CHECK, SUMMARIZE]);
+    assert_eq!(
+        std::fs::read_to_string(&user_settings).unwrap(),
+        before,
+        "the user's settings changed"
+    );
+}
+
 /// The developer starts a new conversation mid-session (`/clear`): the CLI's session file
 /// names a new session and transcript, karl-agent moves there, and the next prompt is
 /// confirmed from the new transcript.
@@ -1351,6 +1437,7 @@ for_each_version!(
         with_hooks_a_permission_is_approved_through_the_hook,
         with_hooks_a_permission_is_denied_through_the_hook,
         a_new_conversation_is_followed_after_clear,
+        launched_cli_gets_karls_hook_and_the_user_settings_stay_as_they_were,
     ],
     // Auto mode is the default from 2.1.330 on; 2.1.197 has no such mode.
     only_2_1_330: [auto_mode_prompt_approved_by_label, auto_mode_prompt_denied_by_label],

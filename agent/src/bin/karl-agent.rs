@@ -282,8 +282,8 @@ fn hooks_file(
             };
             let command = format!(
                 "{} hook {name} --socket {} {}",
-                shell_word(&exe.display().to_string()),
-                shell_word(&socket.display().to_string()),
+                karl_agent::hooks::shell_word(&exe.display().to_string()),
+                karl_agent::hooks::shell_word(&socket.display().to_string()),
                 settings::MARKER
             );
             let changed = settings::install(&mut value, &command, matcher)
@@ -359,15 +359,4 @@ fn hooks_file(
             .with_context(|| format!("cannot replace {}", path.display()))?;
     }
     Ok(())
-}
-
-/// `s` as one shell word (Claude Code runs hook commands through a shell).
-fn shell_word(s: &str) -> String {
-    if s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
 }

@@ -4,6 +4,8 @@
 //! - [`settings`]: KARL's entry in a Claude Code `settings.json` — added with a backup,
 //!   marked (`--karl-managed` in the command) so `uninstall` removes exactly what
 //!   `install` added, nothing else touched (pure, over `serde_json::Value`).
+//! - [`launch`]: `drive --launch`: Claude Code started with `--settings FILE` holding only
+//!   KARL's hook, so nothing global changes.
 //! - [`report`]: `karl-agent hook claude --socket PATH`, the command Claude Code runs for
 //!   each hook event: reads the event (JSON on stdin), hands it to the local karl-agent
 //!   over its unix socket and, for `PermissionRequest`, prints the decision if one comes
@@ -16,11 +18,24 @@
 //! CLI). What is not here: deciding (the coordinator's engine does, by the session's
 //! permission policy and the gate).
 
+pub mod launch;
 pub mod report;
 pub mod settings;
 pub mod socket;
 
 use std::path::PathBuf;
+
+/// `s` as one shell word (the CLIs run hook commands through a shell; KARL types launch
+/// command lines at one).
+pub fn shell_word(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
 
 /// The socket the hook reporter talks to: `$HOME/.karl/agent.sock` unless configured.
 pub fn default_socket() -> Option<PathBuf> {

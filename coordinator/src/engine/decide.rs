@@ -66,7 +66,9 @@ pub fn note_driven_agent(s: &mut SessionRecord, d: &Detection, processes: &[Stri
             .collect()
     };
     let Some(driven) = s.driven_agent else {
-        if d.agent != AgentKind::Unknown {
+        // A session that launches its CLI drives that CLI, not the shell it starts from.
+        let launching = !s.launch.is_empty() && d.agent == AgentKind::Shell;
+        if d.agent != AgentKind::Unknown && !launching {
             s.driven_agent = Some(d.agent);
             s.agent_processes = non_shell();
         }

@@ -158,6 +158,9 @@ pub enum Effect {
         text: String,
         force: bool,
     },
+    /// Type a command line starting the agent CLI at the pane's shell prompt (the agent
+    /// adds KARL's hooks to it) → [`Event::Typed`].
+    Launch(String),
     /// Press keys in the pane → [`Event::KeysSent`].
     SendKeys(Vec<String>),
     /// Run the verify command in the pane's directory → [`Event::Checked`].
@@ -195,6 +198,7 @@ impl Effect {
             | Effect::Capture
             | Effect::AskModel(_)
             | Effect::Type { .. }
+            | Effect::Launch(_)
             | Effect::SendKeys(_)
             | Effect::RunCheck(_)
             | Effect::Sleep(_) => true,
@@ -221,6 +225,7 @@ pub(super) enum Flow {
     Typing(TurnRecord),
     Selecting(Selecting),
     Restarting(String),
+    Launching(String),
     Entering,
     /// The verify command runs; the reason the session would be done.
     Verifying(String),
@@ -314,6 +319,7 @@ impl Session {
             (Flow::Typing(turn), Event::Typed(r)) => self.typed(turn, r),
             (Flow::Selecting(s), ev) => self.selecting(s, ev),
             (Flow::Restarting(cmd), Event::Typed(r)) => self.restarted(&cmd, r),
+            (Flow::Launching(cmd), Event::Typed(r)) => self.launched(&cmd, r),
             (Flow::Entering, Event::KeysSent(r)) => self.entered(r),
             (Flow::Verifying(reason), Event::Checked(r)) => self.verified(reason, r),
             (Flow::Idle, ev) => self.on_idle(ev),

@@ -21,6 +21,7 @@
 mod decide;
 mod evidence;
 mod hook;
+mod launch;
 mod machine;
 mod outcome;
 mod permission;

@@ -23,6 +23,9 @@ impl Session {
         }
         let now = self.now;
         let d = self.note_snapshot(&snap);
+        if self.launch_step(&d) {
+            return;
+        }
         self.weigh(&d);
         // The gate judges what the prompt shows and, when the transcript has it, the
         // pending tool call's exact input: both must be safe (the screen may wrap or cut
@@ -153,6 +156,10 @@ impl Session {
                     format!("usage limit reached; resets {reset}"),
                     true,
                 );
+            }
+            Decision::Exited if !self.rec.launch.is_empty() => {
+                let cmd = self.rec.launch.clone();
+                self.call(Effect::Launch(cmd.clone()), Flow::Restarting(cmd))
             }
             Decision::Exited => match self.deps.cfg.restart_command.clone() {
                 Some(cmd) => self.call(

@@ -33,6 +33,9 @@ pub struct DriveSpec {
     pub path: Option<String>,
     /// A command that must exit 0 in the pane's directory before the session is done.
     pub verify: Option<String>,
+    /// `--launch`: the command line that starts the agent CLI at the pane's shell prompt;
+    /// empty: the CLI already runs.
+    pub launch: String,
 }
 
 /// `karl-ctl drive`: start a session, or resume one.
@@ -145,6 +148,7 @@ impl Engine {
             permissions: spec.permissions,
             auto_detect: spec.auto_detect,
             verify: spec.verify.clone().unwrap_or_default(),
+            launch: spec.launch.clone(),
             started_ms: now,
             updated_ms: now,
             last_change_ms: now,

@@ -177,6 +177,20 @@ impl Shell<'_> {
                         .map_err(|e| e.to_string()),
                 ))
             }
+            Effect::Launch(text) => {
+                let inject = pb::Inject {
+                    target: self.pane_id.to_string(),
+                    text,
+                    force: true,
+                    launch: true,
+                    ..Default::default()
+                };
+                Some(Event::Typed(
+                    reg.inject(self.machine, inject)
+                        .await
+                        .map_err(|e| e.to_string()),
+                ))
+            }
             Effect::SendKeys(keys) => {
                 let kind = pb::agent_command::Kind::SendKeys(pb::SendKeys {
                     target: self.pane_id.to_string(),

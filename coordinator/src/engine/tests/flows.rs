@@ -320,3 +320,85 @@ fn a_watch_the_agent_refuses_fails_and_one_it_cannot_reach_waits() {
     assert_eq!(h.rec().status, Status::Waiting);
     assert!(!h.released());
 }
+
+fn launching() -> SessionRecord {
+    let mut rec = record();
+    rec.launch = "claude".into();
+    rec
+}
+
+#[test]
+fn launch_types_the_command_at_the_shell_then_drives_the_cli_it_starts() {
+    let mut h = Harness::new(launching());
+    h.screen = shell_snapshot(1);
+    h.after_typing = IDLE;
+    h.model.push_back(Ok(GOOD.into()));
+    started(&mut h);
+    assert_eq!(h.launched(), ["claude"]);
+    assert!(h.typed().is_empty(), "no prompt into the shell");
+    let audit = h.audits(AuditKind::Restart);
+    assert!(
+        audit[0].detail.starts_with("launched the agent CLI"),
+        "{audit:?}"
+    );
+    assert!(h.rec().launched_ms > 0);
+    // The CLI shows its input box: the session drives it.
+    h.show(IDLE);
+    assert_eq!(h.typed(), [GOOD]);
+    assert_eq!(
+        h.rec().driven_agent,
+        Some(karl_common::detect::AgentKind::Claude)
+    );
+    // It exits: the launch command restarts it.
+    h.show(EXITED);
+    assert_eq!(h.launched(), ["claude", "claude"]);
+}
+
+#[test]
+fn a_launch_that_starts_no_cli_escalates_and_never_types_into_the_shell() {
+    let mut h = Harness::new(launching());
+    h.screen = shell_snapshot(1);
+    h.after_typing = IDLE;
+    started(&mut h);
+    assert_eq!(h.launched(), ["claude"]);
+    h.screen = shell_snapshot(5);
+    for _ in 0..70 {
+        h.advance(1_000);
+        if h.rec().status != Status::Running {
+            break;
+        }
+    }
+    assert_eq!(h.rec().status, Status::Escalated);
+    assert!(
+        h.rec().reason.contains("started no agent CLI"),
+        "{}",
+        h.rec().reason
+    );
+    assert!(h.typed().is_empty());
+    assert_eq!(h.launched().len(), 1);
+}
+
+#[test]
+fn a_pane_already_running_the_cli_is_not_launched_into() {
+    let mut h = Harness::new(launching());
+    h.model.push_back(Ok(GOOD.into()));
+    started(&mut h);
+    assert!(h.launched().is_empty());
+    assert_eq!(h.typed(), [GOOD]);
+    let audit = h.audits(AuditKind::Restart);
+    assert!(audit[0].detail.contains("already runs"), "{audit:?}");
+}
+
+#[test]
+fn a_failed_launch_escalates() {
+    let mut h = Harness::new(launching());
+    h.screen = shell_snapshot(1);
+    h.inject.push_back(Err("pane %1 is in copy mode".into()));
+    started(&mut h);
+    assert_eq!(h.rec().status, Status::Escalated);
+    assert!(
+        h.rec().reason.contains("could not launch"),
+        "{}",
+        h.rec().reason
+    );
+}

@@ -42,6 +42,25 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/panes")
 }
 
+/// A pane at a plain bash prompt, nothing running in it.
+pub fn shell_snapshot(seq: u64) -> Arc<pb::PaneSnapshot> {
+    Arc::new(pb::PaneSnapshot {
+        pane: Some(pb::PaneInfo {
+            pane_id: "%1".into(),
+            current_command: "bash".into(),
+            width: 120,
+            height: 40,
+            processes: vec!["bash".into()],
+            ..Default::default()
+        }),
+        stable_hash: format!("shell#{seq}"),
+        text: "dev@mac2 shop $ ".into(),
+        cursor_x: 16,
+        seq,
+        ..Default::default()
+    })
+}
+
 /// A snapshot of capture `name` as the agent would send it.
 pub fn snapshot(name: &str, seq: u64) -> Arc<pb::PaneSnapshot> {
     let (text, ansi, meta) = if name.is_empty() {
@@ -193,7 +212,7 @@ impl Harness {
                     prompt_tokens: Some(900),
                 })))
             }
-            Effect::Type { .. } => {
+            Effect::Type { .. } | Effect::Launch(_) => {
                 let default = Ok(pb::InjectResult {
                     outcome: pb::InjectOutcome::Submitted as i32,
                     snapshot_seq: self.seq,
@@ -237,6 +256,17 @@ impl Harness {
             .iter()
             .filter_map(|e| match e {
                 Effect::Type { text, .. } => Some(text.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Command lines typed to start the agent CLI.
+    pub fn launched(&self) -> Vec<String> {
+        self.effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Launch(text) => Some(text.clone()),
                 _ => None,
             })
             .collect()

@@ -109,6 +109,7 @@ fn spec(max_turns: u32) -> DriveSpec {
         permissions: PermissionPolicy::Escalate,
         path: Some("/Users/dev/shop".into()),
         verify: None,
+        launch: String::new(),
     }
 }
 
