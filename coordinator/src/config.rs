@@ -69,6 +69,9 @@ pub struct EngineFile {
     pub max_injections_per_minute: Option<u32>,
     pub max_stalled_turns: Option<u32>,
     pub unchanged_escalate_secs: Option<u64>,
+    /// How long an idle-looking screen may disagree with a transcript that shows a turn
+    /// in flight before a human is asked.
+    pub disagree_escalate_secs: Option<u64>,
     pub restart_command: Option<String>,
     pub safety_secs: Option<u32>,
 }
@@ -145,6 +148,9 @@ impl CoordConfig {
         }
         if let Some(v) = f.unchanged_escalate_secs {
             e.limits.unchanged_escalate_ms = v.saturating_mul(1000);
+        }
+        if let Some(v) = f.disagree_escalate_secs {
+            e.limits.disagree_escalate_ms = v.max(1).saturating_mul(1000);
         }
         if let Some(v) = f.safety_secs {
             e.safety_secs = v;
@@ -261,7 +267,9 @@ mod tests {
         let f: CoordFile = toml::from_str(example).unwrap();
         let m = f.model.unwrap();
         assert_eq!(m.urls.len(), 2);
-        assert_eq!(f.engine.unwrap().max_turns, Some(30));
+        let engine = f.engine.unwrap();
+        assert_eq!(engine.max_turns, Some(30));
+        assert_eq!(engine.disagree_escalate_secs, Some(600));
         assert!(f.tls.is_none());
         // Every commented-out key is a real one.
         let f: CoordFile = toml::from_str(&karl_common::uncomment_example(example)).unwrap();
