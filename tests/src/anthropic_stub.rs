@@ -36,14 +36,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::http_stub::{event_stream, full, sse, text_pieces, Body};
+use crate::http_stub::{event_stream, full, sse, text_pieces, Body, Served};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::HeaderValue;
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
 /// Request bodies larger than this are refused (413). The CLI's turn requests carry the
 /// system prompt and ~30 tool schemas, a few hundred kilobytes.
@@ -235,53 +233,33 @@ impl State {
 
 /// A running stub; stops when dropped.
 pub struct AnthropicStub {
-    addr: SocketAddr,
+    server: Served,
     state: Arc<State>,
-    shutdown: Option<oneshot::Sender<()>>,
-    runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl AnthropicStub {
     /// Starts on `127.0.0.1:0` with a runtime of its own. Call it from synchronous code
     /// (a plain `#[test]`), not from inside a tokio runtime.
     pub fn start(script: Script) -> std::io::Result<AnthropicStub> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("anthropic-stub")
-            .enable_all()
-            .build()?;
-        let std_listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
-        std_listener.set_nonblocking(true)?;
-        let addr = std_listener.local_addr()?;
         let state = Arc::new(State {
             script: Mutex::new(script),
             requests: Mutex::new(Vec::new()),
             seq: AtomicU64::new(0),
         });
-        let (tx, rx) = oneshot::channel();
-        let listener = {
-            let _guard = runtime.enter();
-            TcpListener::from_std(std_listener)?
-        };
-        runtime.spawn(crate::http_stub::serve(listener, None, rx, {
+        let server = Served::start("anthropic-stub", {
             let state = Arc::clone(&state);
             move |req| handle(Arc::clone(&state), req)
-        }));
-        Ok(AnthropicStub {
-            addr,
-            state,
-            shutdown: Some(tx),
-            runtime: Some(runtime),
-        })
+        })?;
+        Ok(AnthropicStub { server, state })
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
 
     /// `http://ADDR`, what `ANTHROPIC_BASE_URL` takes.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.server.addr())
     }
 
     /// Replaces the script (for requests from now on).
@@ -350,18 +328,6 @@ impl AnthropicStub {
             }
         }
         seen
-    }
-}
-
-impl Drop for AnthropicStub {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        // Open streams are abandoned, not awaited: the CLI may hold them.
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
     }
 }
 

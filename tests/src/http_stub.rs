@@ -44,6 +44,60 @@ pub fn full(
     resp
 }
 
+/// A stub server on `127.0.0.1:0` with a tokio runtime of its own, so plain `#[test]`
+/// functions can hold it; stops when dropped (open streams are abandoned, not awaited:
+/// the client may hold them).
+pub struct Served {
+    addr: std::net::SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Served {
+    /// Starts serving with `handle`; call it from synchronous code, not from inside a
+    /// tokio runtime. `name` names the runtime's thread.
+    pub fn start<H, F>(name: &str, handle: H) -> std::io::Result<Served>
+    where
+        H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+        F: Future<Output = Result<Response<Body>, Infallible>> + Send + 'static,
+    {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name(name)
+            .enable_all()
+            .build()?;
+        let std_listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        std_listener.set_nonblocking(true)?;
+        let addr = std_listener.local_addr()?;
+        let (tx, rx) = oneshot::channel();
+        let listener = {
+            let _guard = runtime.enter();
+            TcpListener::from_std(std_listener)?
+        };
+        runtime.spawn(serve(listener, None, rx, handle));
+        Ok(Served {
+            addr,
+            shutdown: Some(tx),
+            runtime: Some(runtime),
+        })
+    }
+
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
 /// One server-sent event.
 pub fn sse(event: &str, data: &serde_json::Value) -> Bytes {
     Bytes::from(format!("event: {event}\ndata: {data}\n\n"))

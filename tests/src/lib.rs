@@ -3,6 +3,8 @@
 //! Layout:
 //! - [`anthropic_stub`]: a scripted Anthropic-Messages-compatible server, so the real
 //!   Claude Code CLI runs offline in the compatibility tests.
+//! - [`compat`]: what the two compatibility tiers share (pinned releases in the cache,
+//!   the pane's private environment, waiting on panes and sessions).
 //! - [`harness`]: real processes for end-to-end tests (private tmux servers, the
 //!   coordinator and agents on loopback, karl-ctl runs, polling with deadlines).
 //! - [`http_stub`]: the accept loop, response and event-stream helpers the stub servers
@@ -17,6 +19,7 @@
 //!   benchmark runs on (the agent's own tests included).
 
 pub mod anthropic_stub;
+pub mod compat;
 pub mod harness;
 pub mod http_stub;
 pub mod responses_stub;

@@ -20,7 +20,6 @@
 //! (the compatibility tests do that).
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -30,10 +29,8 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
-use crate::http_stub::{event_stream, full, sse, text_pieces, Body};
+use crate::http_stub::{event_stream, full, sse, text_pieces, Body, Served};
 
 /// Codex sends its whole conversation, instructions and tool schemas each turn.
 const MAX_REQUEST_BYTES: usize = 16 << 20;
@@ -179,48 +176,28 @@ struct State {
 
 /// A running stub; stops when dropped.
 pub struct ResponsesStub {
-    addr: SocketAddr,
+    server: Served,
     state: Arc<State>,
-    shutdown: Option<oneshot::Sender<()>>,
-    runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl ResponsesStub {
     /// Starts on `127.0.0.1:0` with a runtime of its own; call it from synchronous code.
     pub fn start(script: Script) -> std::io::Result<ResponsesStub> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("responses-stub")
-            .enable_all()
-            .build()?;
-        let std_listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
-        std_listener.set_nonblocking(true)?;
-        let addr = std_listener.local_addr()?;
         let state = Arc::new(State {
             script: Mutex::new(script),
             requests: Mutex::new(Vec::new()),
             seq: AtomicU64::new(0),
         });
-        let (tx, rx) = oneshot::channel();
-        let listener = {
-            let _guard = runtime.enter();
-            TcpListener::from_std(std_listener)?
-        };
-        runtime.spawn(crate::http_stub::serve(listener, None, rx, {
+        let server = Served::start("responses-stub", {
             let state = Arc::clone(&state);
             move |req| handle(Arc::clone(&state), req)
-        }));
-        Ok(ResponsesStub {
-            addr,
-            state,
-            shutdown: Some(tx),
-            runtime: Some(runtime),
-        })
+        })?;
+        Ok(ResponsesStub { server, state })
     }
 
     /// `http://ADDR/v1`, what a model provider's `base_url` takes.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("http://{}/v1", self.server.addr())
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -248,17 +225,6 @@ impl ResponsesStub {
             .filter(|r| r.status == 404)
             .map(|r| format!("{} {}", r.method, r.path))
             .collect()
-    }
-}
-
-impl Drop for ResponsesStub {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
     }
 }
 

@@ -42,7 +42,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use karl_tests::anthropic_stub::{AnthropicStub, Reply, Script};
-use karl_tests::harness::{shell_quote, tail, wait_for, Fleet, Scratch};
+use karl_tests::compat;
+use karl_tests::harness::{shell_quote, wait_for, Fleet, Scratch};
 
 /// The Claude Code releases the tier runs against (keep in step with `.ci/run`).
 const VERSIONS: [&str; 2] = ["2.1.197", "2.1.330"];
@@ -53,20 +54,6 @@ const API_KEY: &str = "sk-ant-api03-karl-compat-test-0123456789abcdefghij";
 /// One pinned release, installed.
 struct Cli {
     bin: PathBuf,
-}
-
-/// Where `.ci/run` installs a pinned release.
-fn cached_cli(version: &str) -> Option<PathBuf> {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(
-        cache
-            .join("karl")
-            .join(format!("claude-code-{version}"))
-            .join("node_modules/.bin/claude"),
-    )
 }
 
 /// `claude --version` starts with `version`.
@@ -85,19 +72,21 @@ fn runs(bin: &Path, version: &str) -> bool {
 /// The CLI of `version` to test, or `None` (after saying so) when the tier must skip.
 fn claude_cli(version: &'static str, test: &str) -> Option<Cli> {
     assert!(VERSIONS.contains(&version), "{version} is not pinned");
-    if let Some(bin) = cached_cli(version).filter(|b| runs(b, version)) {
-        return Some(Cli { bin });
-    }
     let how = format!(
         "run .ci/run, or: npm install --prefix ~/.cache/karl/claude-code-{version} \
          @anthropic-ai/claude-code@{version}"
     );
-    assert!(
-        std::env::var("CI").map(|v| v != "true").unwrap_or(true),
-        "{test}: Claude Code {version} not installed under CI ({how})"
-    );
-    eprintln!("{test}: skipping: Claude Code {version} not installed ({how})");
-    None
+    compat::release_or_skip(
+        compat::cached_bin(
+            &format!("claude-code-{version}"),
+            "node_modules/.bin/claude",
+        ),
+        |b| runs(b, version),
+        &format!("Claude Code {version}"),
+        &how,
+        test,
+    )
+    .map(|bin| Cli { bin })
 }
 
 /// The permission mode the test HOME's settings pick.
@@ -245,14 +234,7 @@ impl Claude {
                 shell_quote(&cli.bin.display().to_string())
             ),
         };
-        let mut cmdline = format!(
-            "cd {} && exec env -i TERM=\"$TERM\" TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\"",
-            shell_quote(&project.display().to_string())
-        );
-        for (k, v) in &env {
-            cmdline.push_str(&format!(" {k}={}", shell_quote(v)));
-        }
-        cmdline.push_str(&format!(" sh -c {}", shell_quote(&inner)));
+        let cmdline = compat::pane_command(&project, &env, &inner);
         let fleet = Fleet::start_command_env(scratch, &cmdline, 120, 40, &[], agent_env);
         Claude {
             fleet,
@@ -284,15 +266,7 @@ impl Claude {
     }
 
     fn wait_screen(&self, timeout: Duration, what: &str, pred: impl Fn(&str) -> bool) {
-        let mut last = String::new();
-        let ok = wait_for(timeout, || {
-            last = self.screen();
-            pred(&last).then_some(())
-        });
-        assert!(
-            ok.is_some(),
-            "the pane never showed {what}; screen:\n{last}"
-        );
+        compat::wait_screen(&self.fleet, timeout, what, pred)
     }
 
     fn plan(&self, steps: &[&str]) -> String {
@@ -312,30 +286,17 @@ impl Claude {
     /// log with the screens it classified.
     fn diag(&self) -> String {
         format!(
-            "screen now:\n{}\nstub conversation: {:?}\nunknown requests: {:?}\ncoord log:\n{}\nagent log:\n{}",
+            "screen now:\n{}\nstub conversation: {:?}\nunknown requests: {:?}\n{}",
             self.screen(),
             self.stub.conversation(),
             self.stub.unknown(),
-            tail(&karl_log(&self.fleet.coord.proc.log_text()), 200),
-            tail(&karl_log(&self.fleet.agent.log_text()), 40)
+            compat::logs(&self.fleet, 200)
         )
     }
 
     /// Waits for a session status; returns the last `show`.
     fn wait_status(&self, id: &str, timeout: Duration, want: &[&str]) -> serde_json::Value {
-        let mut last = serde_json::Value::Null;
-        let ok = wait_for(timeout, || {
-            last = self.fleet.show(id);
-            let s = last["session"]["status"].as_str().unwrap_or("");
-            want.contains(&s).then_some(())
-        });
-        assert!(
-            ok.is_some(),
-            "session {id} never reached {want:?}; last: {}\n{}",
-            last["session"],
-            self.diag()
-        );
-        last
+        compat::wait_status(&self.fleet, id, timeout, want, || self.diag())
     }
 
     /// Asserts the session's status and that its reason mentions `why`.
@@ -354,18 +315,6 @@ impl Claude {
         let out = self.fleet.ctl(args);
         assert_eq!(out.code, 0, "karl-ctl {args:?}: {out:?}");
     }
-}
-
-/// KARL's log without the HTTP/2 chatter, keeping the screens the engine traced.
-fn karl_log(log: &str) -> String {
-    log.lines()
-        .filter(|l| {
-            !["h2::", "hyper", "tonic::", "tower::"]
-                .iter()
-                .any(|n| l.contains(n))
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// A screen line, trailing blanks dropped, equals `want` (the CLI draws a no-break
@@ -1074,13 +1023,6 @@ fn transcript_of(c: &Claude) -> PathBuf {
         .join(format!("{}.jsonl", v["sessionId"].as_str().unwrap()))
 }
 
-/// Appends one line to a file, as the CLI does.
-fn append_line(path: &Path, line: &str) {
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
-    writeln!(f, "{line}").unwrap();
-}
-
 const TWO_STEPS: [&str; 2] = [
     "Say hello to the team in one line.",
     "Summarize the changes in one short paragraph.",
@@ -1139,7 +1081,7 @@ fn an_idle_screen_with_a_turn_in_flight_in_the_transcript_is_not_typed_into(vers
         "timestamp": karl_common::evidence::format_utc_ms(karl_common::unix_ms()),
         "promptSource": "typed",
     });
-    append_line(&transcript, &line.to_string());
+    compat::append_line(&transcript, &line.to_string());
     std::thread::sleep(Duration::from_millis(500));
     c.ctl_ok(&["resume", &id]);
     // Settles, safety captures: the screen stays idle, the session waits.
@@ -1171,7 +1113,7 @@ fn an_idle_screen_with_a_turn_in_flight_in_the_transcript_is_not_typed_into(vers
         "durationMs": 5,
         "timestamp": karl_common::evidence::format_utc_ms(karl_common::unix_ms()),
     });
-    append_line(&transcript, &end.to_string());
+    compat::append_line(&transcript, &end.to_string());
     let show = c.wait_status(&id, Duration::from_secs(40), &["done", "escalated"]);
     c.expect_status(&show, "done", "");
     assert_eq!(c.stub.conversation(), steps);
@@ -1256,18 +1198,7 @@ fn with_hooks_a_permission_is_approved_through_the_hook(version: &'static str) {
     let results = c.stub.tool_results();
     assert_eq!(results.len(), 1, "{results:?}");
     assert!(!results[0].is_error, "{results:?}");
-    let audit = c.fleet.ctl(&["audit", "--session", &id, "--json"]);
-    assert!(
-        audit.stdout.contains("approved through the PermissionRequest hook by policy approve-safe: Bash touch karl-marker.txt"),
-        "{}\n{}",
-        audit.stdout,
-        c.diag()
-    );
-    assert!(
-        !audit.stdout.contains("chose"),
-        "keys were pressed: {}",
-        audit.stdout
-    );
+    compat::assert_answered_by_hook(&c.fleet, &id, "approved through the PermissionRequest hook by policy approve-safe: Bash touch karl-marker.txt", || c.diag());
     assert_eq!(c.stub.conversation(), prompts(&show));
 }
 
@@ -1284,19 +1215,11 @@ fn with_hooks_a_permission_is_denied_through_the_hook(version: &'static str) {
     let results = c.stub.tool_results();
     assert_eq!(results.len(), 1, "{results:?}");
     assert!(results[0].is_error, "{results:?}");
-    let audit = c.fleet.ctl(&["audit", "--session", &id, "--json"]);
-    assert!(
-        audit
-            .stdout
-            .contains("denied through the PermissionRequest hook by policy deny"),
-        "{}\n{}",
-        audit.stdout,
-        c.diag()
-    );
-    assert!(
-        !audit.stdout.contains("chose"),
-        "keys were pressed: {}",
-        audit.stdout
+    compat::assert_answered_by_hook(
+        &c.fleet,
+        &id,
+        "denied through the PermissionRequest hook by policy deny",
+        || c.diag(),
     );
 }
 
@@ -1343,25 +1266,16 @@ fn launched_cli_gets_karls_hook_and_the_user_settings_stay_as_they_were(version:
         c.project.join("karl-marker.txt").exists(),
         "approved, not run"
     );
-    let audit = c.fleet.ctl(&["audit", "--session", &id, "--json"]);
-    assert!(
-        audit.stdout.contains("launched the agent CLI"),
-        "{}\n{}",
-        audit.stdout,
-        c.diag()
+    let audit = compat::assert_answered_by_hook(
+        &c.fleet,
+        &id,
+        "approved through the PermissionRequest hook by policy approve-safe",
+        || c.diag(),
     );
     assert!(
-        audit
-            .stdout
-            .contains("approved through the PermissionRequest hook by policy approve-safe"),
-        "{}\n{}",
-        audit.stdout,
+        audit.contains("launched the agent CLI"),
+        "{audit}\n{}",
         c.diag()
-    );
-    assert!(
-        !audit.stdout.contains("chose"),
-        "keys were pressed: {}",
-        audit.stdout
     );
     assert_eq!(c.stub.conversation(), [RUN_CHECK, SUMMARIZE]);
     assert_eq!(

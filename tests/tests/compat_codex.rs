@@ -26,25 +26,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use karl_tests::harness::{shell_quote, tail, turns, wait_for, Fleet, Scratch};
+use karl_tests::compat;
+use karl_tests::harness::{shell_quote, turns, wait_for, Fleet, Scratch};
 use karl_tests::responses_stub::{Reply, ResponsesStub, Script};
 
 /// The Codex releases the tier runs against (keep in step with `.ci/run`).
 const VERSIONS: [&str; 1] = ["0.169.0"];
-
-/// Where `.ci/run` installs a pinned release.
-fn cached_cli(version: &str) -> Option<PathBuf> {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(
-        cache
-            .join("karl")
-            .join(format!("codex-{version}"))
-            .join("node_modules/.bin/codex"),
-    )
-}
 
 /// `codex --version` says `codex-cli <version>`.
 fn runs(bin: &Path, version: &str) -> bool {
@@ -63,18 +50,16 @@ fn runs(bin: &Path, version: &str) -> bool {
 /// The CLI of `version` to test, or `None` (after saying so) when the tier must skip.
 fn codex_cli(version: &'static str, test: &str) -> Option<PathBuf> {
     assert!(VERSIONS.contains(&version), "{version} is not pinned");
-    if let Some(bin) = cached_cli(version).filter(|b| runs(b, version)) {
-        return Some(bin);
-    }
     let how = format!(
         "run .ci/run, or: npm install --prefix ~/.cache/karl/codex-{version} @openai/codex@{version}"
     );
-    assert!(
-        std::env::var("CI").map(|v| v != "true").unwrap_or(true),
-        "{test}: Codex {version} not installed under CI ({how})"
-    );
-    eprintln!("{test}: skipping: Codex {version} not installed ({how})");
-    None
+    compat::release_or_skip(
+        compat::cached_bin(&format!("codex-{version}"), "node_modules/.bin/codex"),
+        |b| runs(b, version),
+        &format!("Codex {version}"),
+        &how,
+        test,
+    )
 }
 
 /// The composer is empty and Codex waits.
@@ -183,14 +168,7 @@ screen_reader_detection_done = true
                 ""
             }
         );
-        let mut cmdline = format!(
-            "cd {} && exec env -i TERM=\"$TERM\" TMUX=\"$TMUX\" TMUX_PANE=\"$TMUX_PANE\"",
-            shell_quote(&project.display().to_string())
-        );
-        for (k, v) in &env {
-            cmdline.push_str(&format!(" {k}={}", shell_quote(v)));
-        }
-        cmdline.push_str(&format!(" sh -c {}", shell_quote(&inner)));
+        let cmdline = compat::pane_command(&project, &env, &inner);
         let fleet = Fleet::start_command_env(scratch, &cmdline, 120, 40, &[], agent_env);
         let c = Codex { fleet, stub, home };
         c.wait_screen(Duration::from_secs(40), "the empty composer", idle_screen);
@@ -202,15 +180,7 @@ screen_reader_detection_done = true
     }
 
     fn wait_screen(&self, timeout: Duration, what: &str, pred: impl Fn(&str) -> bool) {
-        let mut last = String::new();
-        let ok = wait_for(timeout, || {
-            last = self.screen();
-            pred(&last).then_some(())
-        });
-        assert!(
-            ok.is_some(),
-            "the pane never showed {what}; screen:\n{last}"
-        );
+        compat::wait_screen(&self.fleet, timeout, what, pred)
     }
 
     /// Drives the pane through `steps`; returns the session id.
@@ -223,29 +193,16 @@ screen_reader_detection_done = true
 
     fn diag(&self) -> String {
         format!(
-            "screen now:\n{}\nstub conversation: {:?}\nunknown requests: {:?}\ncoord log:\n{}\nagent log:\n{}",
+            "screen now:\n{}\nstub conversation: {:?}\nunknown requests: {:?}\n{}",
             self.screen(),
             self.stub.conversation(),
             self.stub.unknown(),
-            tail(&karl_log(&self.fleet.coord.proc.log_text()), 150),
-            tail(&karl_log(&self.fleet.agent.log_text()), 40)
+            compat::logs(&self.fleet, 150)
         )
     }
 
     fn wait_status(&self, id: &str, timeout: Duration, want: &[&str]) -> serde_json::Value {
-        let mut last = serde_json::Value::Null;
-        let ok = wait_for(timeout, || {
-            last = self.fleet.show(id);
-            want.contains(&last["session"]["status"].as_str().unwrap_or(""))
-                .then_some(())
-        });
-        assert!(
-            ok.is_some(),
-            "session {id} never reached {want:?}; last: {}\n{}",
-            last["session"],
-            self.diag()
-        );
-        last
+        compat::wait_status(&self.fleet, id, timeout, want, || self.diag())
     }
 
     fn expect_done(&self, show: &serde_json::Value) {
@@ -283,18 +240,6 @@ screen_reader_detection_done = true
         assert_eq!(found.len(), 1, "one rollout: {found:?}");
         found.remove(0)
     }
-}
-
-/// KARL's log without the HTTP/2 chatter.
-fn karl_log(log: &str) -> String {
-    log.lines()
-        .filter(|l| {
-            !["h2::", "hyper", "tonic::", "tower::"]
-                .iter()
-                .any(|n| l.contains(n))
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn prompts(show: &serde_json::Value) -> Vec<String> {
@@ -427,9 +372,7 @@ const TWO_STEPS: [&str; 2] = [
 ];
 
 fn append_line(path: &Path, line: &serde_json::Value) {
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
-    writeln!(f, "{line}").unwrap();
+    compat::append_line(path, &line.to_string());
 }
 
 fn now_stamp() -> String {
@@ -557,20 +500,7 @@ fn with_hooks_a_permission_is_approved_through_the_hook(version: &'static str) {
         "approved, not run\n{}",
         c.diag()
     );
-    let audit = c.fleet.ctl(&["audit", "--session", &id, "--json"]);
-    assert!(
-        audit.stdout.contains(
-            "approved through the PermissionRequest hook by policy approve-safe: Bash touch karl-marker.txt"
-        ),
-        "{}\n{}",
-        audit.stdout,
-        c.diag()
-    );
-    assert!(
-        !audit.stdout.contains("chose"),
-        "keys were pressed: {}",
-        audit.stdout
-    );
+    compat::assert_answered_by_hook(&c.fleet, &id, "approved through the PermissionRequest hook by policy approve-safe: Bash touch karl-marker.txt", || c.diag());
     assert_eq!(c.stub.conversation(), [RUN_CHECK, SUMMARIZE]);
 }
 
@@ -584,19 +514,11 @@ fn with_hooks_a_permission_is_denied_through_the_hook(version: &'static str) {
         !c.fleet.scratch.path("proj/karl-marker.txt").exists(),
         "a denied command ran"
     );
-    let audit = c.fleet.ctl(&["audit", "--session", &id, "--json"]);
-    assert!(
-        audit
-            .stdout
-            .contains("denied through the PermissionRequest hook by policy deny"),
-        "{}\n{}",
-        audit.stdout,
-        c.diag()
-    );
-    assert!(
-        !audit.stdout.contains("chose"),
-        "keys were pressed: {}",
-        audit.stdout
+    compat::assert_answered_by_hook(
+        &c.fleet,
+        &id,
+        "denied through the PermissionRequest hook by policy deny",
+        || c.diag(),
     );
 }
 
