@@ -125,24 +125,11 @@ impl Reply {
     }
 }
 
-/// A scripted reply for turns whose prompt contains `when`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Rule {
-    pub when: String,
-    pub reply: Reply,
-}
-
-/// What the stub answers to turn requests.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Script {
-    /// Tried in order; the first whose `when` is in the prompt answers.
-    pub rules: Vec<Rule>,
-    /// For prompts no rule matches.
-    pub default: Reply,
-    /// For a user message holding only tool results; `{result}` becomes `ok` or
-    /// `error` after the first result's `is_error`.
-    pub after_tool: Reply,
-}
+/// What the stub answers to turn requests. `after_tool` answers a user message holding
+/// only tool results; `{result}` becomes `ok` or `error` after the first result's
+/// `is_error`.
+pub type Script = crate::http_stub::Script<Reply>;
+pub type Rule = crate::http_stub::Rule<Reply>;
 
 impl Default for Script {
     fn default() -> Self {
@@ -151,35 +138,6 @@ impl Default for Script {
             default: Reply::text("Done: {prompt}"),
             after_tool: Reply::text("The tool finished ({result})."),
         }
-    }
-}
-
-impl Script {
-    /// Echoes each prompt back (`Done: …`).
-    pub fn new() -> Self {
-        Script::default()
-    }
-
-    /// Adds a rule: prompts containing `when` get `reply`.
-    pub fn on(mut self, when: impl Into<String>, reply: Reply) -> Self {
-        self.rules.push(Rule {
-            when: when.into(),
-            reply,
-        });
-        self
-    }
-
-    pub fn default_reply(mut self, reply: Reply) -> Self {
-        self.default = reply;
-        self
-    }
-
-    fn pick(&self, prompt: &str) -> &Reply {
-        self.rules
-            .iter()
-            .find(|r| prompt.contains(&r.when))
-            .map(|r| &r.reply)
-            .unwrap_or(&self.default)
     }
 }
 

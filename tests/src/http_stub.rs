@@ -44,6 +44,60 @@ pub fn full(
     resp
 }
 
+/// A scripted reply for turns whose prompt contains `when`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule<R> {
+    pub when: String,
+    pub reply: R,
+}
+
+/// What a model stub answers to turn requests, for its own reply type `R` (each stub sets
+/// the defaults by implementing `Default` for `Script<its Reply>`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Script<R> {
+    /// Tried in order; the first whose `when` is in the prompt answers.
+    pub rules: Vec<Rule<R>>,
+    /// For prompts no rule matches.
+    pub default: R,
+    /// For a request answering a tool call (the stub says what it fills in).
+    pub after_tool: R,
+}
+
+impl<R> Script<R>
+where
+    Script<R>: Default,
+{
+    /// The stub's defaults: each prompt echoed back (`Done: …`).
+    pub fn new() -> Self {
+        Script::default()
+    }
+}
+
+impl<R> Script<R> {
+    /// Adds a rule: prompts containing `when` get `reply`.
+    pub fn on(mut self, when: impl Into<String>, reply: R) -> Self {
+        self.rules.push(Rule {
+            when: when.into(),
+            reply,
+        });
+        self
+    }
+
+    pub fn default_reply(mut self, reply: R) -> Self {
+        self.default = reply;
+        self
+    }
+
+    /// The reply for `prompt`: the first matching rule's, else the default.
+    pub fn pick(&self, prompt: &str) -> &R {
+        self.rules
+            .iter()
+            .find(|r| prompt.contains(&r.when))
+            .map(|r| &r.reply)
+            .unwrap_or(&self.default)
+    }
+}
+
 /// A stub server on `127.0.0.1:0` with a tokio runtime of its own, so plain `#[test]`
 /// functions can hold it; stops when dropped (open streams are abandoned, not awaited:
 /// the client may hold them).

@@ -108,21 +108,10 @@ impl Reply {
     }
 }
 
-/// A scripted reply for turns whose prompt contains `when`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Rule {
-    pub when: String,
-    pub reply: Reply,
-}
-
-/// What the stub answers to turn requests.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Script {
-    pub rules: Vec<Rule>,
-    pub default: Reply,
-    /// For a request whose last input is a tool's output.
-    pub after_tool: Reply,
-}
+/// What the stub answers to turn requests; `after_tool` answers a request whose last
+/// input is a tool's output.
+pub type Script = crate::http_stub::Script<Reply>;
+pub type Rule = crate::http_stub::Rule<Reply>;
 
 impl Default for Script {
     fn default() -> Self {
@@ -131,30 +120,6 @@ impl Default for Script {
             default: Reply::text("Done: {prompt}"),
             after_tool: Reply::text("The command finished."),
         }
-    }
-}
-
-impl Script {
-    /// Echoes each prompt back (`Done: …`).
-    pub fn new() -> Self {
-        Script::default()
-    }
-
-    /// Prompts containing `when` get `reply`.
-    pub fn on(mut self, when: impl Into<String>, reply: Reply) -> Self {
-        self.rules.push(Rule {
-            when: when.into(),
-            reply,
-        });
-        self
-    }
-
-    fn pick(&self, prompt: &str) -> &Reply {
-        self.rules
-            .iter()
-            .find(|r| prompt.contains(&r.when))
-            .map(|r| &r.reply)
-            .unwrap_or(&self.default)
     }
 }
 

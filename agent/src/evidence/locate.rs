@@ -168,10 +168,43 @@ fn locate_codex(pid: u32, probe: &dyn Probe) -> Option<Located> {
 type DirRule = fn(&dyn Fn(&str) -> Option<String>) -> Option<PathBuf>;
 
 /// The real system: `/proc` where there is one, `ps` and `lsof` otherwise (macOS).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct System;
+///
+/// What cannot change is asked once: a process's start time (kept while the process is in
+/// the table: [`System::prune`]) and a rollout's head (its path names the conversation).
+/// One `System` lives as long as a pane's follower, which looks the session up every 2 s.
+#[derive(Debug, Default)]
+pub struct System {
+    started: std::sync::Mutex<std::collections::HashMap<u32, u64>>,
+    heads: std::sync::Mutex<std::collections::HashMap<PathBuf, SessionMeta>>,
+}
+
+/// Rollout heads remembered per follower (a day's conversations in one directory).
+const KEEP_HEADS: usize = 256;
+
+fn locked<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 impl System {
+    /// Forgets the start times of processes no longer in `rows` (a pid may be reused).
+    pub fn prune(&self, rows: &[PsRow]) {
+        locked(&self.started).retain(|pid, _| rows.iter().any(|r| r.pid == *pid));
+    }
+
+    /// A rollout's head, read once.
+    fn head(&self, path: &Path) -> Option<SessionMeta> {
+        if let Some(meta) = locked(&self.heads).get(path) {
+            return Some(meta.clone());
+        }
+        let meta = read_head(path)?;
+        let mut heads = locked(&self.heads);
+        if heads.len() >= KEEP_HEADS {
+            heads.clear();
+        }
+        heads.insert(path.to_path_buf(), meta.clone());
+        Some(meta)
+    }
+
     /// A process's environment, where it can be read (`/proc/<pid>/environ`, Linux; on a
     /// Mac the agent runs as the developer and its own environment stands in).
     fn env_of(pid: u32) -> Option<Vec<(String, String)>> {
@@ -229,12 +262,17 @@ impl Probe for System {
     }
 
     fn started_ms(&self, pid: u32) -> Option<u64> {
+        if let Some(ms) = locked(&self.started).get(&pid) {
+            return Some(*ms);
+        }
         let out = std::process::Command::new("ps")
             .args(["-o", "etime=", "-p", &pid.to_string()])
             .output()
             .ok()?;
         let elapsed = parse_etime(String::from_utf8_lossy(&out.stdout).trim())?;
-        Some(karl_common::unix_ms().saturating_sub(elapsed * 1000))
+        let ms = karl_common::unix_ms().saturating_sub(elapsed * 1000);
+        locked(&self.started).insert(pid, ms);
+        Some(ms)
     }
 
     fn rollouts(&self, home: &Path, since_ms: u64) -> Vec<Rollout> {
@@ -260,7 +298,7 @@ impl Probe for System {
                 if modified_ms < since_ms {
                     continue;
                 }
-                if let Some(meta) = read_head(&e.path()) {
+                if let Some(meta) = self.head(&e.path()) {
                     out.push(Rollout {
                         path: e.path(),
                         meta,
@@ -376,7 +414,7 @@ mod tests {
             Some(self.started_ms)
         }
         fn rollouts(&self, home: &Path, since_ms: u64) -> Vec<Rollout> {
-            System.rollouts(home, since_ms)
+            System::default().rollouts(home, since_ms)
         }
     }
 

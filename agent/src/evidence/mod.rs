@@ -116,6 +116,7 @@ pub async fn follow_pane(
         }
     };
     let mut watched_dirs: Vec<PathBuf> = Vec::new();
+    let system = Arc::new(System::default());
     let mut current: Option<Following> = None;
     let mut relocate_at = Instant::now();
     let send = |ev| {
@@ -128,9 +129,13 @@ pub async fn follow_pane(
             let found = match procs.rows().await {
                 Some(rows) => {
                     let pane = pane_id.clone();
-                    tokio::task::spawn_blocking(move || locate(&rows, pane_pid, &pane, &System))
-                        .await
-                        .unwrap_or(None)
+                    let system = system.clone();
+                    tokio::task::spawn_blocking(move || {
+                        system.prune(&rows);
+                        locate(&rows, pane_pid, &pane, system.as_ref())
+                    })
+                    .await
+                    .unwrap_or(None)
                 }
                 None => current.as_ref().map(|c| c.at.clone()),
             };

@@ -91,12 +91,7 @@ fn event_facts(p: &Value) -> Vec<Fact> {
                     Value::String(s) => s.clone(),
                     _ => str_of(err, "message").to_string(),
                 };
-                let info = match err.get("codex_error_info") {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(v) => v.to_string(),
-                    None => String::new(),
-                };
-                api_error(&message, &info)
+                api_error(&message, &error_info(err))
             }
             None => vec![Fact::TurnEnded {
                 how: TurnEnd::Completed,
@@ -107,20 +102,22 @@ fn event_facts(p: &Value) -> Vec<Fact> {
         }],
         // Older releases report a failed request as its own event before the turn ends.
         "error" | "stream_error" => {
-            let message = str_of(p, "message");
-            let info = p
-                .get("codex_error_info")
-                .map(|v| match v {
-                    Value::String(s) => s.clone(),
-                    v => v.to_string(),
-                })
-                .unwrap_or_default();
-            let mut facts = api_error(message, &info);
+            let mut facts = api_error(str_of(p, "message"), &error_info(p));
             facts.truncate(1);
             facts
         }
         "context_compacted" => vec![Fact::Compacted],
         _ => Vec::new(),
+    }
+}
+
+/// `codex_error_info` as text: a name (`usage_limit_exceeded`) or its JSON
+/// (`{"http_connection_failed":{…}}`); empty when absent.
+fn error_info(v: &Value) -> String {
+    match v.get("codex_error_info") {
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+        None => String::new(),
     }
 }
 
