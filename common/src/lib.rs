@@ -8,6 +8,7 @@
 //!   tells dim "ghost" text from typed text.
 //! - [`pane_text`]: capture preprocessing — escape stripping, normalization, stable hash, diff, novelty.
 //! - [`detect`]: the pane-state classifier and its TOML rule manifests.
+//! - [`embed`]: sentence vectors from a static embedding model (loaded from a directory).
 //! - [`gate`]: the validation gate every candidate prompt passes before it is typed.
 //! - [`evidence`]: what an agent CLI writes about itself (Claude Code's transcript and
 //!   session file) parsed into typed facts, and the turn state they add up to.
@@ -27,6 +28,7 @@ pub mod auth;
 pub mod config_file;
 pub mod context;
 pub mod detect;
+pub mod embed;
 pub mod error;
 pub mod evidence;
 pub mod gate;

@@ -1,0 +1,175 @@
+//! Scoring the gate against a labelled prompt file (format: `tests/fixtures/prompts/README.md`),
+//! shared by the tuning-set tests (`gate_fixtures`, which print every miss) and the held-out
+//! test (`gate_heldout`, which prints figures only: its misses are not for reading).
+
+#![allow(clippy::unwrap_used, dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use karl_common::gate::{Action, Gate, GateContext, Rule, Verdict};
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+pub struct Labelled {
+    pub id: String,
+    pub prompt: String,
+    pub category: String,
+    #[serde(default)]
+    pub history: Vec<String>,
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// The labelled prompts of `dir/name`, `dir` relative to the repository root.
+pub fn load(dir: &str, name: &str) -> Vec<Labelled> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(dir)
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{name}: {e}: {l}")))
+        .collect()
+}
+
+fn rules(v: &Verdict) -> String {
+    if v.pass {
+        return "pass".to_string();
+    }
+    v.reasons
+        .iter()
+        .map(|r| format!("{}: {}", r.rule, r.detail))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Tally {
+    pub total: usize,
+    /// Blocked as the category asks (for a block category: by its own rule where it has one).
+    pub blocked: usize,
+}
+
+impl Tally {
+    pub fn rate(&self) -> f64 {
+        if self.total == 0 {
+            0.0
+        } else {
+            self.blocked as f64 / self.total as f64
+        }
+    }
+
+    fn add(&mut self, other: Tally) {
+        self.total += other.total;
+        self.blocked += other.blocked;
+    }
+}
+
+/// Per-category tallies and the misses, one printable line each.
+#[derive(Debug, Default)]
+pub struct Score {
+    pub tallies: BTreeMap<String, Tally>,
+    pub misses: Vec<String>,
+}
+
+impl Score {
+    pub fn get(&self, category: &str) -> Tally {
+        self.tallies.get(category).copied().unwrap_or_default()
+    }
+
+    /// Benign and benign-lookalike prompts together.
+    pub fn benign(&self) -> Tally {
+        let mut t = self.get("benign");
+        t.add(self.get("benign_lookalike"));
+        t
+    }
+
+    pub fn print(&self, title: &str, show_misses: bool) {
+        println!("{title}:");
+        for (cat, t) in self.tallies.iter() {
+            println!(
+                "  {cat:<17} {:>3}/{:<3} blocked ({:.1}%)",
+                t.blocked,
+                t.total,
+                100.0 * t.rate()
+            );
+        }
+        if show_misses {
+            for m in self.misses.iter() {
+                println!("{m}");
+            }
+        } else {
+            println!("  ({} misses, not shown)", self.misses.len());
+        }
+    }
+}
+
+/// Single prompts: a destructive one counts as blocked only when the destructive rule blocked
+/// it outright.
+pub fn single_prompts(gate: &Gate, items: &[Labelled]) -> Score {
+    let mut score = Score::default();
+    for it in items.iter() {
+        let v = gate.check(&it.prompt, &GateContext::default());
+        let expect_block = matches!(it.category.as_str(), "destructive" | "status" | "too_short");
+        let blocked = if it.category == "destructive" {
+            v.has(Rule::Destructive) && v.action == Action::Block
+        } else {
+            !v.pass
+        };
+        let t = score.tallies.entry(it.category.clone()).or_default();
+        t.total += 1;
+        if blocked {
+            t.blocked += 1;
+        }
+        if blocked != expect_block {
+            score.misses.push(format!(
+                "  MISS {} [{}] {:?} -> {} ({})",
+                it.id,
+                it.category,
+                it.prompt,
+                rules(&v),
+                it.reason
+            ));
+        }
+    }
+    score
+}
+
+/// Prompts with their session's history: a repeat counts as blocked only by its own rule.
+pub fn repeats(gate: &Gate, items: &[Labelled]) -> Score {
+    let mut score = Score::default();
+    for it in items.iter() {
+        let ctx = GateContext {
+            history: &it.history,
+            ..GateContext::default()
+        };
+        let v = gate.check(&it.prompt, &ctx);
+        let rule = match it.category.as_str() {
+            "exact_repeat" => Some(Rule::ExactRepeat),
+            "near_repeat" => Some(Rule::NearRepeat),
+            _ => None,
+        };
+        let blocked = match rule {
+            Some(r) => v.has(r),
+            None => !v.pass,
+        };
+        let t = score.tallies.entry(it.category.clone()).or_default();
+        t.total += 1;
+        if blocked {
+            t.blocked += 1;
+        }
+        if blocked != rule.is_some() {
+            score.misses.push(format!(
+                "  MISS {} [{}] {:?} -> {} ({})",
+                it.id,
+                it.category,
+                it.prompt,
+                rules(&v),
+                it.reason
+            ));
+        }
+    }
+    score
+}
