@@ -5,7 +5,8 @@
 #
 # Benchmarks (all release builds; each one's full output is kept in $LOGS/NAME.txt):
 #   common  detect   classifier cost per capture over every pane fixture
-#   common  gate     gate verdict, typical prompt with a 15-prompt history
+#   common  gate     gate verdict, typical prompt with a 15-prompt history; with the
+#                    embedding model (scripts/fetch-model.sh): verdicts, load, memory
 #   coord   context  context stack assembly over every fixture
 #   coord   turn     per-turn coordinator overhead: classify + context + gate + sled
 #   agent   idle     agent idle CPU against a 500 ms capture-pane polling loop on the
@@ -101,6 +102,12 @@ det_n=$(field "$L/detect.txt" 's/^detect: \([0-9]*\) captures.*/\1/p')
 det_rss=$(field "$L/detect.txt" 's/.*(growth \(-*[0-9]*\) KiB).*/\1/p')
 gate_med=$(awk '$1 == "typical" && $2 ~ /^[0-9]/ { print $2; exit }' "$L/gate.txt" 2>/dev/null)
 gate_p99=$(awk '$1 == "typical" && $2 ~ /^[0-9]/ { print $3; exit }' "$L/gate.txt" 2>/dev/null)
+# The gate with the embedding model: its worst row (by p99) of the timed prompts, its load
+# time and the memory it adds.
+mgate_med=$(awk '$1 ~ /^model:/ && $2 ~ /^[0-9]/ { if ($2 > m) m = $2 } END { if (m != "") print m }' "$L/gate.txt" 2>/dev/null)
+mgate_p99=$(awk '$1 ~ /^model:/ && $3 ~ /^[0-9]/ { if ($3 > m) m = $3 } END { if (m != "") print m }' "$L/gate.txt" 2>/dev/null)
+mgate_load=$(field "$L/gate.txt" 's/^model load: \([0-9.]*\) ms.*/\1/p')
+mgate_mb=$(field "$L/gate.txt" 's/^model load: .*memory added: \([0-9.]*\) MB.*/\1/p')
 ctx_p50=$(to_us "$(field "$L/context.txt" 's/^ *p50 \([^ ]*\) .*/\1/p')")
 ctx_p99=$(to_us "$(field "$L/context.txt" 's/.* p99 \([^ ]*\) .*/\1/p')")
 turn_p50=$(bench turn turn_overhead_p50)
@@ -143,6 +150,8 @@ row "what" "figure" "target"
 row "---" "---" "---"
 row "classifier, per capture (${det_n} fixtures; median / p99)" "${det_med} µs / ${det_p99} µs (RSS growth ${det_rss} KiB)" "median < 50 µs: $(check "$det_med" "<" 50)"
 row "gate verdict, typical prompt, 15-prompt history (median / p99)" "${gate_med:-?} µs / ${gate_p99:-?} µs" "median < 20 µs: $(check "${gate_med:-?}" "<" 20)"
+row "gate verdict with the embedding model, slowest of 5 prompt kinds (median / p99)" "${mgate_med:-?} µs / ${mgate_p99:-?} µs" "median < 2 ms, p99 < 10 ms: $(check "${mgate_med:-?}" "<" 2000) / $(check "${mgate_p99:-?}" "<" 10000)"
+row "gate embedding model: load time / resident memory added" "${mgate_load:-?} ms / ${mgate_mb:-?} MB" "< 1 s, < 100 MB: $(check "${mgate_load:-?}" "<" 1000) / $(check "${mgate_mb:-?}" "<" 100)"
 row "context stack assembly, every fixture (p50 / p99)" "${ctx_p50} µs / ${ctx_p99} µs" "-"
 row "context estimate, worst fixture and signal" "${worst} of ${budget} tokens" "never over budget: $(check "$worst" "<=" "${budget:-0}")"
 row "per-turn coordinator overhead: classify + context + gate + sled, all of a turn's flushed writes (p50 / p99)" "${turn_p50} ms / ${turn_p99} ms" "p99 < 2 ms: $(check "$turn_p99" "<" 2)"

@@ -5,11 +5,17 @@
 //! repeat, a long prompt) so that a slow rule shows up; then the cold figure (a fresh gate
 //! that profiles all 15 earlier prompts) and one megabyte of prose.
 //!
+//! With the embedding model (`KARL_GATE_MODEL`, else the directory `scripts/fetch-model.sh`
+//! fills) the same prompts are timed again through the gate that judges by meaning (rows
+//! `model:…`; target: median under 2 ms, p99 under 10 ms), after the model's load time and
+//! the resident memory it adds (targets: under 1 s, under 100 MB).
+//!
 //! `cargo bench -p karl-common --bench gate`
 
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
+use karl_common::embed::{default_dir, Embedder};
 use karl_common::gate::{Gate, GateContext};
 
 const WARMUP: usize = 500;
@@ -62,6 +68,43 @@ fn time(gate: &Gate, prompt: &str, ctx: &GateContext<'_>) -> (f64, f64, bool) {
     (us(&samples, 0.5), us(&samples, 0.99), pass)
 }
 
+/// Resident memory of this process, in kB (Linux; 0 elsewhere).
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Loads the model (its time and memory printed) and times the cases through its gate.
+fn model(table: &dyn Fn(&Gate, &str)) {
+    let dir = std::env::var_os("KARL_GATE_MODEL")
+        .map(std::path::PathBuf::from)
+        .or_else(default_dir);
+    let Some(dir) = dir.filter(|d| d.join("model.safetensors").exists()) else {
+        println!("model: none found (run scripts/fetch-model.sh); the model rows are left out");
+        return;
+    };
+    let before = rss_kb();
+    let t = Instant::now();
+    let loaded = Embedder::load(&dir).map(|m| Gate::with_model(std::sync::Arc::new(m)));
+    let load_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let gate = match loaded {
+        Ok(g) => g,
+        Err(e) => {
+            println!("model: {e}");
+            return;
+        }
+    };
+    let added_mb = rss_kb().saturating_sub(before) as f64 / 1024.0;
+    println!("model load: {load_ms:.0} ms, resident memory added: {added_mb:.1} MB (targets < 1000 ms, < 100 MB)");
+    table(&gate, "model:");
+}
+
 fn main() {
     let gate = Gate::new();
     let history: Vec<String> = HISTORY.iter().map(|s| s.to_string()).collect();
@@ -90,13 +133,18 @@ fn main() {
         "{:<18} {:>10} {:>10}  verdict",
         "prompt", "median µs", "p99 µs"
     );
-    for (name, prompt) in cases {
-        let (median, p99, pass) = time(&gate, prompt, &ctx);
-        println!(
-            "{name:<18} {median:>10.2} {p99:>10.2}  {}",
-            if pass { "pass" } else { "blocked" }
-        );
-    }
+    let table = |gate: &Gate, prefix: &str| {
+        for (name, prompt) in cases.iter() {
+            let (median, p99, pass) = time(gate, prompt, &ctx);
+            let name = format!("{prefix}{name}");
+            println!(
+                "{name:<18} {median:>10.2} {p99:>10.2}  {}",
+                if pass { "pass" } else { "blocked" }
+            );
+        }
+    };
+    table(&gate, "");
+    model(&table);
     // Cold: a fresh gate per call, so no profile of the history is memoized (the first
     // check of a session; later turns add one new prompt to a memoized history).
     let mut samples = nanos();

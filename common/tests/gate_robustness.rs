@@ -18,8 +18,23 @@ fn consistent(v: Verdict) -> Verdict {
     v
 }
 
+mod gate_score;
+
+/// Both gates: words only, and with the embedding model.
+fn gates() -> [&'static Gate; 2] {
+    static LEXICAL: std::sync::OnceLock<Gate> = std::sync::OnceLock::new();
+    [LEXICAL.get_or_init(Gate::new), gate_score::model_gate()]
+}
+
 fn check(text: &str) -> Verdict {
-    consistent(Gate::new().check(text, &GateContext::default()))
+    let [lexical, model] = gates();
+    let v = consistent(lexical.check(text, &GateContext::default()));
+    let m = consistent(model.check(text, &GateContext::default()));
+    assert!(
+        !v.has(Rule::Destructive) || m.has(Rule::Destructive),
+        "the model never unblocks what the words block: {text:.80}"
+    );
+    m
 }
 
 #[test]
@@ -53,11 +68,13 @@ fn a_megabyte_against_a_full_history_of_huge_prompts() {
         history: &history,
         ..GateContext::default()
     };
-    let v = consistent(Gate::new().check(&big, &ctx));
-    assert!(
-        v.has(Rule::NearRepeat),
-        "a repeat of a huge prompt is still a repeat"
-    );
+    for gate in gates() {
+        let v = consistent(gate.check(&big, &ctx));
+        assert!(
+            v.has(Rule::NearRepeat),
+            "a repeat of a huge prompt is still a repeat"
+        );
+    }
 }
 
 #[test]
@@ -134,6 +151,8 @@ fn control_characters_and_random_unicode() {
             history: &history,
             ..GateContext::default()
         };
-        consistent(Gate::new().check(&s, &ctx));
+        for gate in gates() {
+            consistent(gate.check(&s, &ctx));
+        }
     }
 }

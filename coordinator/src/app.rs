@@ -44,13 +44,18 @@ pub async fn run(
             |e| CoordError::InvalidArgument(format!("model settings: {e}")),
         )?))
     };
-    let engine = Engine::new(
-        registry.clone(),
-        store,
-        detector,
-        model,
-        cfg.engine_config(),
-    );
+    let (gate, gate_note) = cfg
+        .gate_model
+        .load()
+        .map_err(|e| CoordError::InvalidArgument(format!("[gate] model: {e}")))?;
+    if gate.model_name().is_some() {
+        tracing::info!(target: "coord", "{gate_note}");
+    } else {
+        tracing::warn!(target: "coord", "{gate_note}");
+    }
+    let mut engine_cfg = cfg.engine_config();
+    engine_cfg.gate = Arc::new(gate);
+    let engine = Engine::new(registry.clone(), store, detector, model, engine_cfg);
     engine.resume_live();
     let addr = listener
         .local_addr()

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+pub use karl_common::gate::ModelSetting;
+
 use crate::context::ContextConfig;
 use crate::engine::EngineConfig;
 use crate::model::ModelConfig;
@@ -38,6 +40,17 @@ pub struct CoordFile {
     pub engine: Option<EngineFile>,
     #[serde(default)]
     pub tls: Option<TlsFile>,
+    #[serde(default)]
+    pub gate: Option<GateFile>,
+}
+
+/// `[gate]` table: the validation gate's embedding model.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateFile {
+    /// A model directory (see `scripts/fetch-model.sh`), or `"off"` for words only. Unset:
+    /// the default directory if it holds a model, words only (logged) if not.
+    pub model: Option<String>,
 }
 
 /// `[tls]` table (and `--tls-cert`, `--tls-key`, `--tls-client-ca`): serve both gRPC
@@ -96,6 +109,8 @@ pub struct CoordConfig {
     pub tls: Option<ServerTls>,
     /// A pane the local agent's tmux server is started with (`--local-pane`).
     pub local_pane: Option<LocalPane>,
+    /// Where the gate's embedding model comes from.
+    pub gate_model: ModelSetting,
 }
 
 /// `--local-pane`: the local agent's tmux server is started with one session, `karl`,
@@ -127,6 +142,7 @@ impl CoordConfig {
             engine: EngineFile::default(),
             tls: None,
             local_pane: None,
+            gate_model: ModelSetting::Default,
         }
     }
 
@@ -276,6 +292,10 @@ mod tests {
         let tls = f.tls.unwrap();
         assert!(tls.cert.is_some() && tls.key.is_some() && tls.client_ca.is_some());
         assert!(f.model.unwrap().ca.is_some());
+        let gate = f.gate.unwrap().model.unwrap();
+        assert!(matches!(ModelSetting::parse(&gate), ModelSetting::Dir(_)));
+        assert_eq!(ModelSetting::parse(" OFF "), ModelSetting::Off);
+        assert_eq!(ModelSetting::parse(""), ModelSetting::Default);
     }
 
     #[test]

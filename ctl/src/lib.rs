@@ -233,6 +233,10 @@ pub enum Command {
         /// JSON array of other live sessions: strings (project names) or {"project","path"} objects.
         #[arg(long)]
         other_projects: Option<PathBuf>,
+        /// The gate's embedding model: a directory (scripts/fetch-model.sh), or "off" for
+        /// words only. Default: the directory fetch-model.sh fills, if it is there.
+        #[arg(long, env = "KARL_GATE_MODEL")]
+        gate_model: Option<String>,
     },
 }
 
@@ -261,6 +265,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         history,
         project,
         other_projects,
+        gate_model,
     } = &cli.command
     {
         // Unreadable input files are bad usage (exit 2), like a missing argument.
@@ -270,6 +275,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             history.as_deref(),
             project.as_deref(),
             other_projects.as_deref(),
+            &gate_model
+                .as_deref()
+                .map(karl_common::gate::ModelSetting::parse)
+                .unwrap_or_default(),
         )
         .unwrap_or_else(|e| {
             eprintln!("karl-ctl: {e:#}");
@@ -621,6 +630,7 @@ fn validate(
     history: Option<&std::path::Path>,
     project: Option<&str>,
     others: Option<&std::path::Path>,
+    gate_model: &karl_common::gate::ModelSetting,
 ) -> anyhow::Result<ExitCode> {
     let history: Vec<String> = match history {
         Some(p) => read_json(p, "--history (a JSON array of strings)")?,
@@ -639,7 +649,12 @@ fn validate(
             .collect(),
         None => Vec::new(),
     };
-    let gate = karl_common::gate::Gate::new();
+    let (gate, note) = gate_model.load().map_err(|e| {
+        anyhow::anyhow!("the gate's embedding model: {e} (or pass --gate-model off)")
+    })?;
+    if gate.model_name().is_none() {
+        eprintln!("karl-ctl: {note}");
+    }
     let ctx = karl_common::gate::GateContext {
         project: project.unwrap_or(""),
         history: &history,

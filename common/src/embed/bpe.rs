@@ -93,6 +93,11 @@ impl Bpe {
         })
     }
 
+    /// The id of one token, spelled as the vocabulary spells it.
+    pub fn id_of(&self, token: &str) -> Option<u32> {
+        self.vocab.get(token).copied()
+    }
+
     /// The largest token id, for checking it against the embedding table.
     pub fn max_id(&self) -> u32 {
         self.vocab.values().copied().max().unwrap_or(0)

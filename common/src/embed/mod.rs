@@ -47,6 +47,10 @@ pub struct Embedder {
     bpe: Bpe,
     /// Row-major `[rows, dim]`.
     table: Vec<f32>,
+    /// Each row's length: how much a token weighs in a mean (function words are short).
+    norms: Vec<f32>,
+    /// The lone word-boundary token, left out of single words.
+    mark: Option<u32>,
     dim: usize,
     name: String,
 }
@@ -96,9 +100,16 @@ impl Embedder {
                 bpe.max_id()
             )));
         }
+        let norms = table
+            .chunks_exact(dim)
+            .map(|r| r.iter().map(|x| x * x).sum::<f32>().sqrt())
+            .collect();
+        let mark = bpe.id_of("\u{2581}");
         Ok(Embedder {
             bpe,
             table,
+            norms,
+            mark,
             dim,
             name,
         })
@@ -141,6 +152,29 @@ impl Embedder {
         }
         normalize(&mut v);
         v
+    }
+}
+
+impl Embedder {
+    /// A single word's vector (the mean of its tokens, at unit length) and its weight (its
+    /// heaviest token's length: about 2 for "the" and "with", 10 to 20 for "parser" or
+    /// "migration").
+    pub fn word(&self, word: &str) -> (Vector, f32) {
+        let mut ids = self.bpe.encode(word);
+        if ids.len() > 1 {
+            ids.retain(|&id| Some(id) != self.mark);
+        }
+        let mut v = vec![0.0f32; self.dim];
+        let mut weight = 0.0f32;
+        for &id in ids.iter() {
+            let row = id as usize * self.dim;
+            if let Some(r) = self.table.get(row..row + self.dim) {
+                v.iter_mut().zip(r).for_each(|(a, b)| *a += b);
+                weight = weight.max(self.norms.get(id as usize).copied().unwrap_or(0.0));
+            }
+        }
+        normalize(&mut v);
+        (v, weight)
     }
 }
 

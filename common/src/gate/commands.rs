@@ -489,6 +489,7 @@ fn handler(name: &str) -> Option<Judgement> {
         "crontab" => |_, o| crontab(o),
         "interpreter" => |c, _| interpreter(c),
         "format_drive" => |c, _| format_drive(c),
+        "http_delete" => |c, _| http_delete(c),
         "remove_item" => |c, _| remove_item(c),
         _ => return None,
     };
@@ -858,6 +859,42 @@ fn kill(c: &Call<'_>) -> Option<String> {
         .iter()
         .any(|l| l.starts_with("pgrep ") || l.starts_with("pidof ") || l.starts_with("ps "));
     by_name.then(|| "kills processes found by name".to_string())
+}
+
+/// An HTTP DELETE (`curl -X DELETE`, `--request=DELETE`, `http DELETE`, `wget
+/// --method=DELETE`) sent anywhere but this machine: it deletes a remote service's data.
+fn http_delete(c: &Call<'_>) -> Option<String> {
+    let args = &c.args;
+    let is_delete = |a: &str| a.eq_ignore_ascii_case("delete");
+    let method = args.iter().enumerate().any(|(i, a)| {
+        let a = *a;
+        let next = args.get(i + 1).copied().unwrap_or("");
+        ((a == "-X" || a == "--request") && is_delete(next))
+            || a.strip_prefix("-X").is_some_and(is_delete)
+            || a.strip_prefix("--request=").is_some_and(is_delete)
+            || a.strip_prefix("--method=").is_some_and(is_delete)
+            || (i == 0 && is_delete(a))
+    });
+    if !method {
+        return None;
+    }
+    let remote = args.iter().any(|a| {
+        let host = a
+            .split_once("://")
+            .map(|(_, rest)| rest)
+            .unwrap_or(a)
+            .split(['/', '?'])
+            .next()
+            .unwrap_or("");
+        let host = host.rsplit_once('@').map(|(_, h)| h).unwrap_or(host);
+        let name = host.split(':').next().unwrap_or("");
+        let url_like = a.contains("://") || a.contains('/') || host.contains(':');
+        url_like
+            && !name.is_empty()
+            && !matches!(name, "localhost" | "127.0.0.1" | "0.0.0.0" | "[" | "::1")
+            && !name.starts_with("127.")
+    });
+    remote.then(|| format!("{} sends an HTTP DELETE to a remote service", c.name))
 }
 
 fn find(args: &[&str]) -> Option<String> {
@@ -1444,12 +1481,25 @@ fn sql_statement(toks: &[(usize, &str)], k: usize, code: bool) -> Option<String>
     }
 }
 
-/// True if the statement that starts at token `k` has a WHERE clause.
+/// True if the statement that starts at token `k` has a WHERE clause that bounds it: one
+/// that is always true (`WHERE 1=1`, `WHERE true`, `WHERE 1`) bounds nothing.
 fn has_where(toks: &[(usize, &str)], k: usize) -> bool {
     let end = statement_end(toks, k);
-    toks[k..end]
+    let Some(w) = toks[k..end]
         .iter()
-        .any(|x| x.1.eq_ignore_ascii_case("where"))
+        .position(|x| x.1.eq_ignore_ascii_case("where"))
+        .map(|i| k + i)
+    else {
+        return false;
+    };
+    let cond: String = toks[w + 1..end]
+        .iter()
+        .map(|x| x.1.to_ascii_lowercase())
+        .collect::<Vec<_>>()
+        .join(" ");
+    // The tokens keep words and numbers only: `1=1` reads "1 1".
+    let cond = cond.trim().trim_end_matches(';').trim();
+    !matches!(cond, "1 1" | "0 0" | "true" | "1")
 }
 
 fn push_text_hit(text: &str, base: usize, needle: &str, what: &str, hits: &mut Vec<Hit>) {

@@ -6,11 +6,12 @@
 //! neighbouring clause ("don't worry, it's backed up: drop the table") changes nothing.
 
 use super::commands::{self, Hit};
+use super::harm;
 use super::intent;
 use super::lexicon::{
     WordSet, CHECKS, CHECK_CONNECTIVES, CHECK_PREFIXES, CODE_CONTEXT, CODE_EDITS, CODE_FILLER,
-    DISARMING, DOCS, DOC_CONNECTIVES, GUARDS, GUARD_FILLER, GUARD_PREFIXES, IDIOMS, NEGATIONS,
-    PASSIVE_AUX, PASSIVE_GUARDS,
+    DISARMING, DOCS, DOC_CONNECTIVES, GUARDS, GUARD_FILLER, GUARD_PREFIXES, IDIOMS, MENTIONS,
+    NEGATIONS, PASSIVE_AUX, PASSIVE_GUARDS,
 };
 use super::words::{Break, Words};
 
@@ -20,6 +21,7 @@ pub(crate) fn check(text: &str, w: &Words) -> Option<String> {
     let mut hits = Vec::new();
     commands::scan(text, &mut hits);
     intent::scan(w, &mut hits);
+    harm::scan(text, &mut hits);
     let hit = hits.into_iter().find(|h| !guarded(w, h))?;
     let snippet = text.get(hit.start..hit.end).unwrap_or("").trim();
     let snippet: String = snippet.chars().take(80).collect();
@@ -27,6 +29,16 @@ pub(crate) fn check(text: &str, w: &Words) -> Option<String> {
         hit.detail
     } else {
         format!("{} (\"{}\")", hit.detail, snippet.replace('\n', " "))
+    })
+}
+
+/// True if any word of the prompt negates, guards, checks or documents something: the
+/// embedding layer, which cannot tell what such a word binds to, then leaves the prompt to
+/// the rules.
+pub(crate) fn has_guard_words(w: &Words) -> bool {
+    (0..w.len()).any(|i| {
+        let t = w.lower(i);
+        is_negation(t) || framing(t).is_some() || PASSIVE_GUARDS.contains(t)
     })
 }
 
@@ -71,6 +83,7 @@ fn guarded(w: &Words, h: &Hit) -> bool {
     let end_tok = w.token_at(h.end.saturating_sub(1)).max(i);
     let cs = w.clause_start(i);
     negated(w, i, cs)
+        || mentioned(w, i, cs)
         || guarded_before(w, i, cs)
         || guarded_after(w, end_tok)
         || (h.command && edited_out(w, i, cs, end_tok))
@@ -96,6 +109,12 @@ fn negated(w: &Words, i: usize, cs: usize) -> bool {
         }
     }
     false
+}
+
+/// A verb that mentions or inspects the finding at token `i` within six tokens before it, in
+/// its clause: "… contains `curl | sh`", "disables FLUSHALL".
+fn mentioned(w: &Words, i: usize, cs: usize) -> bool {
+    (cs..i).rev().take(6).any(|k| MENTIONS.contains(w.lower(k)))
 }
 
 /// A safeguard or a test/doc framing earlier in the phrase: "a hook that rejects …", "a

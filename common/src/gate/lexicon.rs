@@ -406,6 +406,8 @@ lists! {
     STATUS_FILLER = "status.filler";
     STATUS_REPORT_VERBS = "status.report_verbs";
     STATUS_REPORT_WORDS = "status.report_words";
+    STATUS_TELL_VERBS = "status.tell_verbs";
+    STATUS_QUESTION_OPENERS = "status.question_openers";
     STATUS_COMPOUNDS = "status.status_compounds";
     PROGRESS_COMPOUNDS = "status.progress_compounds";
     /// Phrases, words separated by one space, in the order they are tried.
@@ -504,6 +506,7 @@ lists! {
     PASSIVE_GUARDS = "destructive.passive_guards";
     PASSIVE_AUX = "destructive.passive_aux";
     CODE_EDITS = "destructive.code_edits";
+    MENTIONS = "destructive.mentions";
     CODE_CONTEXT = "destructive.code_context";
     CODE_FILLER = "destructive.code_filler";
 

@@ -3,37 +3,54 @@
 //! memoizes its profiles of earlier prompts; a verdict never depends on the memo.)
 //!
 //! Rules, in the order they are judged, and what a block asks of the caller:
-//! - destructive (commands in any spelling, and the same intent in words) → block; judged
-//!   first because a fork bomb is all punctuation;
+//! - destructive (commands in any spelling, the same intent in words, irreversible acts on
+//!   valuable targets in plain words; with the model, wordings near known destructive
+//!   requests) → block; judged first because a fork bomb is all punctuation;
 //! - too short (empty, invisible, punctuation or emoji only, lone filler) → regenerate, and
 //!   nothing after it is judged;
-//! - status spam (asks for a report, directs no work) → regenerate with the constraint;
+//! - status spam (asks for a report, directs no work; with the model, any wording whose
+//!   nearest examples are status requests) → regenerate with the constraint;
 //! - exact repeat (equal after [`normalize_prompt`]) of the last 15 prompts → same;
-//! - near repeat (same action on the same target, reworded; see [`Similarity`]) → same;
+//! - near repeat (same action on the same target, reworded; see [`Similarity`]), unless the
+//!   candidate adds a new object or constraint (`novelty`) → same;
 //! - cross-contamination (names another live session's project or path, not its own) → same;
 //! - non-imperative (a report of finished work) → same.
 //!
 //! Layout: `lexicon` (the word lists and command table of `rules/*.toml`, and the one word
 //! normaliser), `words` (prose tokens, verb forms), `shell` (a lenient shell lexer), `commands`
-//! (the command judge, SQL and friends), `intent` (destructive requests in words),
-//! `destructive` (both, minus what the sentence negates or guards), `status`, `repeat`,
-//! `contamination`, `mood`; [`escape`] (rotating phase-specific escape prompts) and
+//! (the command judge, SQL and friends), `intent` (destructive requests in words), `harm`
+//! (irreversible acts on valuable targets, `rules/harm.toml`), `destructive` (all three,
+//! minus what the sentence negates, guards or only mentions), `status`, `repeat`, `novelty`
+//! (what a look-alike adds), `meaning` (what the embedding model adds: word senses and
+//! nearest labelled examples, `rules/meaning.toml`), `contamination`, `mood`; [`ModelSetting`]
+//! loads the gate with or without its model; [`escape`] (rotating phase-specific escape prompts) and
 //! [`limits`] (per-session loop limits) serve the caller's fallback path.
 
 mod commands;
 mod contamination;
 mod destructive;
 pub mod escape;
+mod harm;
 mod intent;
 mod lexicon;
 pub mod limits;
+mod meaning;
 mod mood;
+mod novelty;
 mod repeat;
 mod shell;
 mod status;
 mod words;
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
+
+use std::path::PathBuf;
+
+use crate::embed::{EmbedError, Embedder};
+use meaning::Meaning;
+use novelty::{Spelling, WordSense};
 
 pub use escape::{escape_prompts, pick_escape, pick_escape_in, Phase};
 pub use limits::{turns_without_progress, LimitBreach, LoopLimits};
@@ -230,9 +247,85 @@ pub fn constraint_message(verdict: &Verdict, rejected: &str) -> String {
     msg
 }
 
-/// The gate with its similarity measure.
+/// Shell or code in a prompt: code punctuation, a flag or a path.
+fn looks_like_code(text: &str) -> bool {
+    text.contains(['`', '$', '|', '&', '=', ';', '<', '>', '{', '('])
+        || text
+            .split_whitespace()
+            .any(|t| t.starts_with('-') && t.len() > 1 || t.contains('/'))
+}
+
+/// Where the gate's embedding model comes from (`[gate] model`, `--gate-model`,
+/// `KARL_GATE_MODEL`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ModelSetting {
+    /// The directory `scripts/fetch-model.sh` fills, if it is there; words only if not.
+    #[default]
+    Default,
+    /// Words only, on purpose.
+    Off,
+    /// This directory; a missing or broken model is an error.
+    Dir(PathBuf),
+}
+
+impl ModelSetting {
+    /// `off` or `none` (any case) turn the model off; an empty value means the default;
+    /// anything else is a directory.
+    pub fn parse(s: &str) -> ModelSetting {
+        match s.trim() {
+            "" => ModelSetting::Default,
+            v if v.eq_ignore_ascii_case("off") || v.eq_ignore_ascii_case("none") => {
+                ModelSetting::Off
+            }
+            v => ModelSetting::Dir(PathBuf::from(v)),
+        }
+    }
+
+    /// Loads the gate this setting asks for, and one line saying what it judges with (for
+    /// the log at start). Only a model that was asked for by name and cannot be read is an
+    /// error; without one the gate judges by words and the line says so.
+    pub fn load(&self) -> Result<(Gate, String), EmbedError> {
+        let dir = match self {
+            ModelSetting::Off => {
+                return Ok((
+                    Gate::new(),
+                    "gate: words only (the embedding model is off)".to_string(),
+                ))
+            }
+            ModelSetting::Dir(d) => d.clone(),
+            ModelSetting::Default => match crate::embed::default_dir() {
+                Some(d) if d.join("model.safetensors").exists() => d,
+                other => {
+                    let place = other
+                        .map(|d| d.display().to_string())
+                        .unwrap_or_else(|| "the cache directory (no $HOME)".to_string());
+                    return Ok((
+                        Gate::new(),
+                        format!(
+                            "gate: words only — no embedding model in {place}; run \
+                             scripts/fetch-model.sh or set [gate] model"
+                        ),
+                    ));
+                }
+            },
+        };
+        let started = std::time::Instant::now();
+        let model = Embedder::load(&dir)?;
+        let note = format!(
+            "gate: by meaning with {} ({} in {} ms)",
+            model.name(),
+            dir.display(),
+            started.elapsed().as_millis()
+        );
+        Ok((Gate::with_model(Arc::new(model)), note))
+    }
+}
+
+/// The gate with its similarity measure and, when one is loaded, its embedding model.
 pub struct Gate {
     similarity: Box<dyn Similarity>,
+    sense: Box<dyn WordSense>,
+    meaning: Option<Meaning>,
 }
 
 impl std::fmt::Debug for Gate {
@@ -256,7 +349,26 @@ impl Gate {
     /// The gate with another similarity measure for near repeats (a semantic model, or
     /// [`Strongest`] of several).
     pub fn with_similarity(similarity: Box<dyn Similarity>) -> Self {
-        Gate { similarity }
+        Gate {
+            similarity,
+            sense: Box::new(Spelling),
+            meaning: None,
+        }
+    }
+
+    /// The gate judging by meaning with `model` (see [`crate::embed`]).
+    pub fn with_model(model: Arc<Embedder>) -> Self {
+        let meaning = Meaning::new(model);
+        Gate {
+            similarity: Box::new(Lexical::new()),
+            sense: Box::new(meaning.clone()),
+            meaning: Some(meaning),
+        }
+    }
+
+    /// The embedding model's name, or `None` for the lexical gate.
+    pub fn model_name(&self) -> Option<&str> {
+        self.meaning.as_ref().map(|m| m.model().name())
     }
 
     /// Judges one candidate against every rule; the action is that of the most severe
@@ -272,7 +384,9 @@ impl Gate {
         let mut reasons = Vec::new();
         let w = words::tokenize(candidate);
         // Before the length check: a fork bomb is all punctuation.
-        if let Some(detail) = destructive::check(candidate, &w) {
+        if let Some(detail) =
+            destructive::check(candidate, &w).or_else(|| self.harm_by_meaning(candidate, &w))
+        {
             reasons.push(Reason {
                 rule: Rule::Destructive,
                 detail,
@@ -285,7 +399,9 @@ impl Gate {
             });
             return Verdict::from_reasons(reasons);
         }
-        if let Some(detail) = status::status_only(&w) {
+        if let Some(detail) =
+            status::status_only(&w).or_else(|| self.status_by_meaning(candidate, &w))
+        {
             reasons.push(Reason {
                 rule: Rule::Status,
                 detail,
@@ -307,6 +423,42 @@ impl Gate {
         Verdict::from_reasons(reasons)
     }
 
+    /// A prompt with a part that reads, by its nearest examples, as a destructive request,
+    /// and nothing that forbids, guards or documents it.
+    fn harm_by_meaning(&self, candidate: &str, w: &words::Words) -> Option<String> {
+        let meaning = self.meaning.as_ref()?;
+        if destructive::has_guard_words(w) {
+            return None;
+        }
+        meaning::parts(candidate)
+            // "Add a docker-compose.yml that …" builds something; the rules judge what.
+            .filter(|part| {
+                let first = part.split_whitespace().next().unwrap_or("");
+                !repeat::builds(&first.to_ascii_lowercase())
+            })
+            .filter_map(|part| {
+                let (lean, example) = meaning.lean(part, meaning::Class::Harm);
+                (lean >= meaning::HARM_LEAN).then_some((lean, part, example))
+            })
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, part, example)| {
+                let part: String = part.trim().chars().take(80).collect();
+                format!("reads like a destructive request (\"{part}\", like \"{example}\")")
+            })
+    }
+
+    /// A prompt that directs no work and reads, by its nearest examples, as a status request.
+    fn status_by_meaning(&self, candidate: &str, w: &words::Words) -> Option<String> {
+        let meaning = self.meaning.as_ref()?;
+        // Commands and code read as "no work" to the prose rules; they are not questions.
+        if looks_like_code(candidate) || !status::directs_no_work(candidate, w) {
+            return None;
+        }
+        let (lean, example) = meaning.lean(candidate, meaning::Class::Status);
+        (lean >= meaning::STATUS_LEAN)
+            .then(|| format!("asks for a report (reads like \"{example}\"; directs no work)"))
+    }
+
     /// Exact repeats, else the closest near repeat, among the last [`FENCE`] prompts.
     fn repeats(&self, candidate: &str, history: &[String]) -> Option<Reason> {
         let recent = &history[history.len().saturating_sub(FENCE)..];
@@ -323,21 +475,24 @@ impl Gate {
         }
         let earlier: Vec<&str> = recent.iter().map(String::as_str).collect();
         let scores = self.similarity.scores(candidate, &earlier);
-        let (i, best) = scores
+        let mut alike: Vec<(usize, f32)> = scores
             .iter()
             .copied()
             .enumerate()
-            .filter(|(_, s)| s.is_finite())
-            .max_by(|a, b| a.1.total_cmp(&b.1))?;
-        (best >= SAME_REQUEST).then(|| {
-            let quoted: String = recent[i].chars().take(120).collect();
-            Reason {
-                rule: Rule::NearRepeat,
-                detail: format!(
-                    "rewords the prompt {} turns back (similarity {best:.2}): \"{quoted}\"",
-                    back(i)
-                ),
-            }
+            .filter(|(_, s)| s.is_finite() && *s >= SAME_REQUEST)
+            .collect();
+        alike.sort_by(|a, b| b.1.total_cmp(&a.1));
+        // The closest look-alike that the candidate adds nothing to.
+        let (i, best) = alike.into_iter().find(|&(i, _)| {
+            novelty::novelty(candidate, &recent[i], self.sense.as_ref()).is_none()
+        })?;
+        let quoted: String = recent[i].chars().take(120).collect();
+        Some(Reason {
+            rule: Rule::NearRepeat,
+            detail: format!(
+                "rewords the prompt {} turns back (similarity {best:.2}): \"{quoted}\"",
+                back(i)
+            ),
         })
     }
 }

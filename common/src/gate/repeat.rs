@@ -285,6 +285,21 @@ fn is_determiner(w: &str) -> bool {
     }
 }
 
+/// [`stem`] for the novelty check.
+pub(super) fn stem_into(w: &str, out: &mut String) {
+    stem(w, out);
+}
+
+/// A verb that builds, tests or documents something ("add", "write", "document").
+pub(super) fn builds(w: &str) -> bool {
+    matches!(ACTS.get(w), Some(Act::Create | Act::Test | Act::Document))
+}
+
+/// Two verbs of one class ("fix" and "resolve"; "add" and "create").
+pub(super) fn same_act(a: &str, b: &str) -> bool {
+    matches!((ACTS.get(a), ACTS.get(b)), (Some(x), Some(y)) if x == y)
+}
+
 /// A light stemmer: plural, -ing, -ed, -ation/-tion, final -e; synonyms folded.
 fn stem(w: &str, out: &mut String) {
     out.clear();

@@ -10,8 +10,8 @@ use std::sync::LazyLock;
 use super::lexicon::{
     fold, CONTRACTIONS, DONE_OPENERS, DONE_WORDS, LEAD_INS, PROGRESS_COMPOUNDS, REPORT_NOUNS,
     REPORT_OPENERS, STATUS_AFTER, STATUS_COMPOUNDS, STATUS_FILLER, STATUS_JOINERS, STATUS_PHRASES,
-    STATUS_REPORT_VERBS, STATUS_REPORT_WORDS, STOPWORDS, SUMMARY_TOPICS, SUMMARY_WORDS,
-    UPDATE_OPENERS,
+    STATUS_QUESTION_OPENERS, STATUS_REPORT_VERBS, STATUS_REPORT_WORDS, STATUS_TELL_VERBS,
+    STOPWORDS, SUMMARY_TOPICS, SUMMARY_WORDS, UPDATE_OPENERS,
 };
 use super::words::{self, Break, Words};
 
@@ -122,44 +122,114 @@ fn expand<'a>(w: &'a str, out: &mut Vec<&'a str>) {
     out.push(second);
 }
 
+/// A prompt's words with contractions expanded, and the clause each belongs to.
+struct Clauses<'a> {
+    toks: Vec<&'a str>,
+    clause: Vec<usize>,
+}
+
+impl<'a> Clauses<'a> {
+    fn new(w: &'a Words) -> Clauses<'a> {
+        let mut toks: Vec<&str> = Vec::with_capacity(w.len() + 4);
+        let mut clause: Vec<usize> = Vec::with_capacity(w.len() + 4);
+        let mut c = 0usize;
+        for i in 0..w.len() {
+            let lw = w.lower(i);
+            if i > 0 && w.toks[i].brk != Break::None {
+                c += 1;
+            }
+            if STATUS_JOINERS.contains(lw) {
+                c += 1;
+                continue;
+            }
+            let before = toks.len();
+            expand(lw, &mut toks);
+            clause.extend(std::iter::repeat_n(c, toks.len() - before));
+        }
+        Clauses { toks, clause }
+    }
+
+    /// True if the prompt opens with a question or nudge word, or has a clause that asks to
+    /// be told something.
+    fn asks(&self) -> bool {
+        let opener = self
+            .toks
+            .first()
+            .is_some_and(|f| STATUS_QUESTION_OPENERS.contains(f));
+        let clauses = self.clause.last().map(|l| l + 1).unwrap_or(0);
+        let told = (0..clauses).any(|ci| {
+            let seg: Vec<&str> = self
+                .toks
+                .iter()
+                .zip(self.clause.iter())
+                .filter(|(_, c)| **c == ci)
+                .map(|(w, _)| *w)
+                .collect();
+            asks_to_be_told(&seg)
+        });
+        opener || told
+    }
+
+    /// True if any clause directs work; with `tell_is_report`, a clause that asks to be told
+    /// something ("walk me through …") does not.
+    fn direct_work(&self, tell_is_report: bool) -> bool {
+        let clauses = self.clause.last().map(|l| l + 1).unwrap_or(0);
+        (0..clauses).any(|ci| {
+            let seg: Vec<&str> = self
+                .toks
+                .iter()
+                .zip(self.clause.iter())
+                .filter(|(_, c)| **c == ci)
+                .map(|(w, _)| *w)
+                .collect();
+            directs_work(&seg) && !(tell_is_report && asks_to_be_told(&seg))
+        })
+    }
+}
+
 /// True if the prompt only asks for a report, with a short description.
 pub(crate) fn status_only(w: &Words) -> Option<String> {
     if w.is_empty() || w.len() > 200 {
         return None;
     }
-    // Expanded tokens with the index of the clause each belongs to.
-    let mut toks: Vec<&str> = Vec::with_capacity(w.len() + 4);
-    let mut clause: Vec<usize> = Vec::with_capacity(w.len() + 4);
-    let mut c = 0usize;
-    for i in 0..w.len() {
-        let lw = w.lower(i);
-        if i > 0 && w.toks[i].brk != Break::None {
-            c += 1;
-        }
-        if STATUS_JOINERS.contains(lw) {
-            c += 1;
-            continue;
-        }
-        let before = toks.len();
-        expand(lw, &mut toks);
-        clause.extend(std::iter::repeat_n(c, toks.len() - before));
-    }
-    let t = toks;
-    let signal = report_signal(&t)?;
+    let c = Clauses::new(w);
+    let signal = report_signal(&c.toks)?;
     // Any clause that directs work makes the prompt work.
-    let clauses = clause.last().map(|l| l + 1).unwrap_or(0);
-    for ci in 0..clauses {
-        let seg: Vec<&str> = t
-            .iter()
-            .zip(clause.iter())
-            .filter(|(_, c)| **c == ci)
-            .map(|(w, _)| *w)
-            .collect();
-        if directs_work(&seg) {
-            return None;
-        }
+    (!c.direct_work(false)).then_some(signal)
+}
+
+/// True if no clause of the prompt directs work: a question, a remark or a report request,
+/// whatever its words. The embedding layer judges those by meaning.
+pub(crate) fn directs_no_work(text: &str, w: &Words) -> bool {
+    if w.is_empty() || w.len() > 200 {
+        return false;
     }
-    Some(signal)
+    let c = Clauses::new(w);
+    !c.direct_work(true) && (text.contains('?') || c.asks())
+}
+
+/// A clause that opens with a telling verb addressed to the asker ("give me …", "walk us
+/// through …"), or with one that only ever asks for an account ("recap", "catch up").
+fn asks_to_be_told(seg: &[&str]) -> bool {
+    let mut j = 0;
+    while j < seg.len() && LEAD_INS.contains(seg[j]) {
+        j += 1;
+    }
+    let Some(first) = seg.get(j) else {
+        return false;
+    };
+    if !STATUS_TELL_VERBS.contains(first) {
+        return false;
+    }
+    let to_me = seg[j + 1..]
+        .iter()
+        .take(2)
+        .any(|w| matches!(*w, "me" | "us"));
+    to_me
+        || matches!(
+            *first,
+            "catch" | "brief" | "recap" | "report" | "summarize" | "summarise"
+        )
 }
 
 fn report_signal(t: &[&str]) -> Option<String> {

@@ -21,6 +21,22 @@ pub struct Labelled {
     pub reason: String,
 }
 
+/// The gate as deployed: with the embedding model (`KARL_GATE_MODEL`, else the default
+/// directory `scripts/fetch-model.sh` fills), loaded once per test binary. A missing model
+/// fails the test with what to do.
+pub fn model_gate() -> &'static Gate {
+    static GATE: std::sync::OnceLock<Gate> = std::sync::OnceLock::new();
+    GATE.get_or_init(|| {
+        let dir = std::env::var_os("KARL_GATE_MODEL")
+            .map(PathBuf::from)
+            .or_else(karl_common::embed::default_dir)
+            .unwrap();
+        let model = karl_common::embed::Embedder::load(&dir)
+            .unwrap_or_else(|e| panic!("{e}\n(run scripts/fetch-model.sh first)"));
+        Gate::with_model(std::sync::Arc::new(model))
+    })
+}
+
 /// The labelled prompts of `dir/name`, `dir` relative to the repository root.
 pub fn load(dir: &str, name: &str) -> Vec<Labelled> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

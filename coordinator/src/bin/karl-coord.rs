@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use clap::Parser;
 use karl_coord::config::{
     check_listen, default_data_dir, read_toml, resolve_tls, CoordConfig, CoordFile, LocalPane,
-    TlsFile, DEFAULT_LISTEN,
+    ModelSetting, TlsFile, DEFAULT_LISTEN,
 };
 
 #[derive(Debug, Parser)]
@@ -47,6 +47,9 @@ struct Args {
     /// Directory of detection-rule manifests overriding the embedded ones.
     #[arg(long, env = "KARL_RULES")]
     rules: Option<PathBuf>,
+    /// The gate's embedding model: a directory (scripts/fetch-model.sh), or "off".
+    #[arg(long, env = "KARL_GATE_MODEL")]
+    gate_model: Option<String>,
     /// Also run an agent in this process (single-Mac setup).
     #[arg(long)]
     local_agent: bool,
@@ -147,6 +150,11 @@ fn resolve(args: Args) -> anyhow::Result<CoordConfig> {
             command,
             keep: args.keep_local_pane,
         }),
+        gate_model: args
+            .gate_model
+            .or(file.gate.and_then(|g| g.model))
+            .map(|m| ModelSetting::parse(&m))
+            .unwrap_or_default(),
     })
 }
 

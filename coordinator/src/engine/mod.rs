@@ -77,6 +77,8 @@ pub struct EngineConfig {
     pub restart_command: Option<String>,
     /// How often the safety timer asks the agent for a fresh capture of a driven pane.
     pub safety_secs: u32,
+    /// The validation gate every candidate passes (with its embedding model, if loaded).
+    pub gate: Arc<Gate>,
 }
 
 impl Default for EngineConfig {
@@ -87,6 +89,7 @@ impl Default for EngineConfig {
             model_name: "default".into(),
             restart_command: None,
             safety_secs: 30,
+            gate: Arc::new(Gate::new()),
         }
     }
 }
@@ -165,7 +168,7 @@ impl Engine {
         let peers_of = Arc::downgrade(&handles);
         let deps = Deps {
             detector: Arc::new(detector),
-            gate: Arc::new(Gate::new()),
+            gate: cfg.gate.clone(),
             cfg: Arc::new(cfg),
             calibrations: Arc::new(Mutex::new(Calibrations::default())),
             has_model: model.is_some(),
