@@ -249,21 +249,24 @@ fn prompts(show: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
-/// What the rollout evidence of a finished session must show: followed, `n` prompts
-/// confirmed by the rollout and none twice or from elsewhere, and turn ends seen by the
+/// What the rollout evidence of a finished session must show: followed, every prompt after
+/// the first confirmed by the rollout and none twice or from elsewhere, and turn ends seen by the
 /// coordinator soon after Codex wrote them (figures printed for the closing notes).
 fn assert_evidence(c: &Codex, id: &str, show: &serde_json::Value, n: usize) {
     let s = &show["session"];
     assert_eq!(s["evidence"], "transcript", "{s}\n{}", c.diag());
     assert_eq!(s["cli_session"].as_str().unwrap_or("").len(), 36, "{s}");
     let rec = &show["record"];
-    assert_eq!(
-        rec["confirmed"].as_u64(),
-        Some(n as u64),
-        "{rec}\n{}",
+    // Codex creates its rollout with the first prompt, so the follower may find it after
+    // that prompt was written (it then confirms turn 1 from the screen); every later prompt
+    // is confirmed from the file.
+    let confirmed = rec["confirmed"].as_u64().unwrap_or(0);
+    assert!(
+        confirmed + 1 >= n as u64 && confirmed <= n as u64,
+        "{confirmed} of {n} prompts confirmed: {rec}\n{}",
         c.diag()
     );
-    for t in turns(show) {
+    for t in turns(show).iter().filter(|t| t["n"] != 1) {
         assert_eq!(t["confirmed_by"], "transcript", "{t}");
     }
     let audit = c.fleet.ctl(&["audit", "--session", id, "--json"]);
