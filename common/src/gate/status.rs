@@ -156,34 +156,27 @@ impl<'a> Clauses<'a> {
             .toks
             .first()
             .is_some_and(|f| STATUS_QUESTION_OPENERS.contains(f));
+        opener || self.segments().any(|seg| asks_to_be_told(&seg))
+    }
+
+    /// Each clause's words.
+    fn segments(&self) -> impl Iterator<Item = Vec<&'a str>> + '_ {
         let clauses = self.clause.last().map(|l| l + 1).unwrap_or(0);
-        let told = (0..clauses).any(|ci| {
-            let seg: Vec<&str> = self
-                .toks
+        (0..clauses).map(move |ci| {
+            self.toks
                 .iter()
                 .zip(self.clause.iter())
                 .filter(|(_, c)| **c == ci)
                 .map(|(w, _)| *w)
-                .collect();
-            asks_to_be_told(&seg)
-        });
-        opener || told
+                .collect()
+        })
     }
 
     /// True if any clause directs work; with `tell_is_report`, a clause that asks to be told
     /// something ("walk me through …") does not.
     fn direct_work(&self, tell_is_report: bool) -> bool {
-        let clauses = self.clause.last().map(|l| l + 1).unwrap_or(0);
-        (0..clauses).any(|ci| {
-            let seg: Vec<&str> = self
-                .toks
-                .iter()
-                .zip(self.clause.iter())
-                .filter(|(_, c)| **c == ci)
-                .map(|(w, _)| *w)
-                .collect();
-            directs_work(&seg) && !(tell_is_report && asks_to_be_told(&seg))
-        })
+        self.segments()
+            .any(|seg| directs_work(&seg) && !(tell_is_report && asks_to_be_told(&seg)))
     }
 }
 

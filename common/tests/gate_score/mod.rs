@@ -102,6 +102,25 @@ impl Score {
         t
     }
 
+    /// Counts one judged prompt, and a miss when `blocked` is not what was expected.
+    fn count(&mut self, it: &Labelled, v: &Verdict, blocked: bool, expected: bool) {
+        let t = self.tallies.entry(it.category.clone()).or_default();
+        t.total += 1;
+        if blocked {
+            t.blocked += 1;
+        }
+        if blocked != expected {
+            self.misses.push(format!(
+                "  MISS {} [{}] {:?} -> {} ({})",
+                it.id,
+                it.category,
+                it.prompt,
+                rules(v),
+                it.reason
+            ));
+        }
+    }
+
     pub fn print(&self, title: &str, show_misses: bool) {
         println!("{title}:");
         for (cat, t) in self.tallies.iter() {
@@ -134,21 +153,7 @@ pub fn single_prompts(gate: &Gate, items: &[Labelled]) -> Score {
         } else {
             !v.pass
         };
-        let t = score.tallies.entry(it.category.clone()).or_default();
-        t.total += 1;
-        if blocked {
-            t.blocked += 1;
-        }
-        if blocked != expect_block {
-            score.misses.push(format!(
-                "  MISS {} [{}] {:?} -> {} ({})",
-                it.id,
-                it.category,
-                it.prompt,
-                rules(&v),
-                it.reason
-            ));
-        }
+        score.count(it, &v, blocked, expect_block);
     }
     score
 }
@@ -171,21 +176,7 @@ pub fn repeats(gate: &Gate, items: &[Labelled]) -> Score {
             Some(r) => v.has(r),
             None => !v.pass,
         };
-        let t = score.tallies.entry(it.category.clone()).or_default();
-        t.total += 1;
-        if blocked {
-            t.blocked += 1;
-        }
-        if blocked != rule.is_some() {
-            score.misses.push(format!(
-                "  MISS {} [{}] {:?} -> {} ({})",
-                it.id,
-                it.category,
-                it.prompt,
-                rules(&v),
-                it.reason
-            ));
-        }
+        score.count(it, &v, blocked, rule.is_some());
     }
     score
 }
