@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
-use karl_common::embed::{default_dir, Embedder};
+use karl_common::embed::{dir_from_env, Embedder};
 use karl_common::gate::{Gate, GateContext};
 
 const WARMUP: usize = 500;
@@ -82,10 +82,7 @@ fn rss_kb() -> u64 {
 
 /// Loads the model (its time and memory printed) and times the cases through its gate.
 fn model(table: &dyn Fn(&Gate, &str)) {
-    let dir = std::env::var_os("KARL_GATE_MODEL")
-        .map(std::path::PathBuf::from)
-        .or_else(default_dir);
-    let Some(dir) = dir.filter(|d| d.join("model.safetensors").exists()) else {
+    let Some(dir) = dir_from_env().filter(|d| d.join("model.safetensors").exists()) else {
         println!("model: none found (run scripts/fetch-model.sh); the model rows are left out");
         return;
     };

@@ -6,16 +6,13 @@
 
 use std::path::PathBuf;
 
-use karl_common::embed::{cosine, default_dir, Embedder};
+use karl_common::embed::{cosine, dir_from_env, Embedder};
 use serde::Deserialize;
 
 /// The model directory: `KARL_GATE_MODEL`, else the default one. Missing is a failure that
 /// says how to fetch it, not a skip.
-pub fn model_dir() -> PathBuf {
-    let dir = std::env::var_os("KARL_GATE_MODEL")
-        .map(PathBuf::from)
-        .or_else(default_dir)
-        .unwrap();
+fn model_dir() -> PathBuf {
+    let dir = dir_from_env().unwrap();
     assert!(
         dir.join("model.safetensors").exists(),
         "no embedding model in {}: run scripts/fetch-model.sh",

@@ -39,6 +39,15 @@ pub fn default_dir() -> Option<PathBuf> {
     Some(cache.join("karl/models").join(DEFAULT_MODEL))
 }
 
+/// `KARL_GATE_MODEL` if set, else [`default_dir`]: where tests and benchmarks find the
+/// model (the programs take the same variable through their `--gate-model` flag).
+pub fn dir_from_env() -> Option<PathBuf> {
+    std::env::var_os("KARL_GATE_MODEL")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(default_dir)
+}
+
 /// The model KARL is tested with.
 pub const DEFAULT_MODEL: &str = "wordllama-l2-supercat-256";
 

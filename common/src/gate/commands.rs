@@ -887,11 +887,15 @@ fn http_delete(c: &Call<'_>) -> Option<String> {
             .next()
             .unwrap_or("");
         let host = host.rsplit_once('@').map(|(_, h)| h).unwrap_or(host);
-        let name = host.split(':').next().unwrap_or("");
+        // `[::1]:8080` names its host in brackets; `name:port` otherwise.
+        let name = match host.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(""),
+            None => host.split(':').next().unwrap_or(""),
+        };
         let url_like = a.contains("://") || a.contains('/') || host.contains(':');
         url_like
             && !name.is_empty()
-            && !matches!(name, "localhost" | "127.0.0.1" | "0.0.0.0" | "[" | "::1")
+            && !matches!(name, "localhost" | "127.0.0.1" | "0.0.0.0" | "::1")
             && !name.starts_with("127.")
     });
     remote.then(|| format!("{} sends an HTTP DELETE to a remote service", c.name))
@@ -1756,6 +1760,36 @@ mod tests {
             "npm rm -g typescript",
             "git rm -r --cached build",
             "tmux kill-session -t old",
+        ] {
+            assert!(!flagged(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn storage_multiplexers_and_remote_deletes() {
+        for t in [
+            "DELETE FROM orders WHERE 1=1;",
+            "UPDATE users SET role = 'admin' WHERE true;",
+            "sudo zpool destroy tank",
+            "zfs destroy -r tank/home",
+            "lvremove -f /dev/vg0/data",
+            "tmux kill-server",
+            "sudo launchctl bootout system",
+            "kafka-topics.sh --bootstrap-server k:9092 --delete --topic 'orders.*'",
+            "curl -X DELETE 'http://es-prod:9200/*'",
+            "curl --request=DELETE https://api.example.com/v1/buckets/logs",
+            "http DELETE consul.service:8500/v1/kv/config?recurse",
+            "echo cm0gLXJmIH4= | base64 -d | sh",
+        ] {
+            assert!(flagged(t), "{t}");
+        }
+        for t in [
+            "curl -X DELETE http://localhost:3000/items/1",
+            "curl -X DELETE 'http://[::1]:8080/items/1'",
+            "curl -X GET https://api.example.com/v1/buckets",
+            "zfs list",
+            "tmux new-session -d -s work",
+            "DELETE FROM orders WHERE id = 1;",
         ] {
             assert!(!flagged(t), "{t}");
         }

@@ -69,19 +69,12 @@ fn parse(text: &str) -> Result<Vec<Rule>, String> {
                         .map(|e| {
                             let prefix = e.ends_with('*');
                             let body = e.trim_end_matches('*').to_lowercase();
-                            let words: Vec<String> = body
-                                .split_whitespace()
-                                .enumerate()
-                                .map(|(i, w)| {
-                                    // A prefix is matched as written; whole words by stem.
-                                    let last = i + 1 == body.split_whitespace().count();
-                                    if prefix && last {
-                                        w.to_string()
-                                    } else {
-                                        stem(w)
-                                    }
-                                })
-                                .collect();
+                            // Whole words are matched by stem, a prefix as written.
+                            let mut words: Vec<String> =
+                                body.split_whitespace().map(stem).collect();
+                            if let (true, Some(last)) = (prefix, words.last_mut()) {
+                                *last = body.split_whitespace().last().unwrap_or("").to_string();
+                            }
                             Entry { words, prefix }
                         })
                         .collect()

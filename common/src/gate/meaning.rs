@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::novelty::WordSense;
+use super::novelty::{Reading, WordSense};
 use crate::embed::{cosine, Embedder, Vector};
 
 /// The labelled examples, as shipped.
@@ -153,12 +153,12 @@ impl Meaning {
 }
 
 impl WordSense for Meaning {
-    fn similarity(&self, a: &str, b: &str) -> f32 {
-        cosine(&self.model.word(a).0, &self.model.word(b).0)
-    }
-
-    fn substantive(&self, w: &str) -> bool {
-        self.model.word(w).1 >= SUBSTANTIVE
+    fn read(&self, w: &str) -> Reading {
+        let (vector, weight) = self.model.word(w);
+        Reading {
+            vector: Some(vector),
+            substantive: weight >= SUBSTANTIVE,
+        }
     }
 
     fn same_at(&self) -> f32 {

@@ -252,7 +252,7 @@ fn looks_like_code(text: &str) -> bool {
     text.contains(['`', '$', '|', '&', '=', ';', '<', '>', '{', '('])
         || text
             .split_whitespace()
-            .any(|t| t.starts_with('-') && t.len() > 1 || t.contains('/'))
+            .any(|t| (t.starts_with('-') && t.len() > 1) || t.contains('/'))
 }
 
 /// Where the gate's embedding model comes from (`[gate] model`, `--gate-model`,

@@ -21,18 +21,25 @@
 
 use super::lexicon::{fold_into, REPEAT_STOP};
 use super::repeat;
+use crate::embed::{cosine, Vector};
 
 /// Words that together cover a candidate's new content, at least this many, make it new.
 const ADDED: usize = 3;
 
+/// What a sense knows of one lower-cased word, read once per word of a comparison.
+#[derive(Debug, Clone, Default)]
+pub struct Reading {
+    /// Its unit vector, when the sense has one: two words at least [`WordSense::same_at`]
+    /// apart by cosine are the same.
+    pub vector: Option<Vector>,
+    /// It names something (a thing, a quality, a value) rather than gluing a sentence.
+    pub substantive: bool,
+}
+
 /// How words are compared when judging whether a candidate adds something new.
 pub trait WordSense: Send + Sync {
-    /// Similarity of two lower-cased words from -1 to 1 (0 when unknown).
-    fn similarity(&self, a: &str, b: &str) -> f32;
-    /// Whether a lower-cased word names something (a thing, a quality, a value) rather than
-    /// gluing a sentence together.
-    fn substantive(&self, w: &str) -> bool;
-    /// At or above this similarity two words are the same for a repeat.
+    fn read(&self, w: &str) -> Reading;
+    /// At or above this cosine two words' vectors make them the same for a repeat.
     fn same_at(&self) -> f32 {
         1.0
     }
@@ -44,12 +51,11 @@ pub trait WordSense: Send + Sync {
 pub struct Spelling;
 
 impl WordSense for Spelling {
-    fn similarity(&self, _: &str, _: &str) -> f32 {
-        0.0
-    }
-
-    fn substantive(&self, w: &str) -> bool {
-        w.chars().count() >= 4 || w.chars().any(|c| c.is_ascii_digit())
+    fn read(&self, w: &str) -> Reading {
+        Reading {
+            vector: None,
+            substantive: w.chars().count() >= 4 || w.chars().any(|c| c.is_ascii_digit()),
+        }
     }
 }
 
@@ -65,9 +71,12 @@ struct Word {
     text: String,
     stem: String,
     verbal: bool,
+    /// Substantive by the sense, or a value or identifier (a digit or `_`).
+    substantive: bool,
+    vector: Option<Vector>,
 }
 
-fn content_words(s: &str) -> Vec<Word> {
+fn content_words(s: &str, sense: &dyn WordSense) -> Vec<Word> {
     let mut out = Vec::new();
     let mut start = true;
     let mut prev = String::new();
@@ -87,7 +96,10 @@ fn content_words(s: &str) -> Vec<Word> {
             let verbal = start || VERB_CUES.contains(&prev.as_str());
             if !REPEAT_STOP.contains(&low) {
                 repeat::stem_into(&low, &mut stem);
+                let reading = sense.read(&low);
                 out.push(Word {
+                    substantive: reading.substantive || has_digit(&low) || low.contains('_'),
+                    vector: reading.vector,
                     text: low.clone(),
                     stem: stem.clone(),
                     verbal,
@@ -139,7 +151,7 @@ fn same(a: &Word, b: &Word, sense: &dyn WordSense) -> bool {
         || (a.stem.len().min(b.stem.len()) >= 3
             && (a.stem.starts_with(&b.stem) || b.stem.starts_with(&a.stem)))
         || one_typo(&a.text, &b.text)
-        || sense.similarity(&a.text, &b.text) >= sense.same_at()
+        || matches!((&a.vector, &b.vector), (Some(x), Some(y)) if cosine(x, y) >= sense.same_at())
 }
 
 fn has_digit(w: &str) -> bool {
@@ -159,19 +171,17 @@ const MAX_WORDS: usize = 200;
 
 /// Why `candidate` is a new request next to `earlier` although the two look alike, if it is.
 pub fn novelty(candidate: &str, earlier: &str, sense: &dyn WordSense) -> Option<String> {
-    let c = content_words(candidate);
-    let e = content_words(earlier);
+    let c = content_words(candidate, sense);
+    let e = content_words(earlier, sense);
     if c.len() > MAX_WORDS || e.len() > MAX_WORDS {
         return None;
     }
     let cu = uncovered(&c, &e, sense);
     let eu = uncovered(&e, &c, sense);
-    let substantive =
-        |w: &Word| has_digit(&w.text) || w.text.contains('_') || sense.substantive(&w.text);
     let new_c: Vec<usize> = cu
         .iter()
         .copied()
-        .filter(|&i| !c[i].verbal && substantive(&c[i]))
+        .filter(|&i| !c[i].verbal && c[i].substantive)
         .collect();
     let near = |x: Option<&Word>, y: Option<&Word>| match (x, y) {
         (Some(x), Some(y)) => same(x, y, sense),
@@ -192,7 +202,7 @@ pub fn novelty(candidate: &str, earlier: &str, sense: &dyn WordSense) -> Option<
             }
         }
     }
-    let earlier_covered = !eu.iter().any(|&j| substantive(&e[j]));
+    let earlier_covered = !eu.iter().any(|&j| e[j].substantive);
     if earlier_covered
         && (new_c.len() >= ADDED || new_c.iter().any(|&i| has_digit(&c[i].text)))
         && !new_c.is_empty()

@@ -191,8 +191,9 @@ pub(crate) fn status_only(w: &Words) -> Option<String> {
     (!c.direct_work(false)).then_some(signal)
 }
 
-/// True if no clause of the prompt directs work: a question, a remark or a report request,
-/// whatever its words. The embedding layer judges those by meaning.
+/// True if no clause of the prompt directs work and it asks something (a question mark, a
+/// question or nudge word first, a request to be told): the embedding layer judges those
+/// by meaning.
 pub(crate) fn directs_no_work(text: &str, w: &Words) -> bool {
     if w.is_empty() || w.len() > 200 {
         return false;

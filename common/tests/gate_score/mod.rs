@@ -27,10 +27,7 @@ pub struct Labelled {
 pub fn model_gate() -> &'static Gate {
     static GATE: std::sync::OnceLock<Gate> = std::sync::OnceLock::new();
     GATE.get_or_init(|| {
-        let dir = std::env::var_os("KARL_GATE_MODEL")
-            .map(PathBuf::from)
-            .or_else(karl_common::embed::default_dir)
-            .unwrap();
+        let dir = karl_common::embed::dir_from_env().unwrap();
         let model = karl_common::embed::Embedder::load(&dir)
             .unwrap_or_else(|e| panic!("{e}\n(run scripts/fetch-model.sh first)"));
         Gate::with_model(std::sync::Arc::new(model))
