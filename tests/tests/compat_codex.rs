@@ -352,7 +352,16 @@ fn a_plan_is_driven_with_every_prompt_confirmed_from_the_rollout(version: &'stat
 /// A ready Codex driven through two steps, paused once the first turn is written out,
 /// idle on screen, with its rollout followed.
 fn paused_after_the_first_turn(bin: &Path, agent_env: &[(&str, &str)]) -> (Codex, String) {
-    let c = Codex::start(bin, Script::new(), agent_env);
+    // The first answer streams for about two seconds, so the pause lands while that turn
+    // is still running: with an instant answer KARL could type the second step first.
+    let script = Script::new().on(
+        "Say hello",
+        Reply::slow(
+            "Done: said hello to the team, in one line, as asked, with nothing else added.",
+            150,
+        ),
+    );
+    let c = Codex::start(bin, script, agent_env);
     let id = c.drive_plan(&TWO_STEPS, &[]);
     wait_for(Duration::from_secs(30), || {
         (c.stub.conversation().len() == 1).then_some(())
