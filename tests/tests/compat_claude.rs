@@ -988,8 +988,11 @@ fn assert_evidence(c: &Claude, id: &str, show: &serde_json::Value, n: usize) {
         "turn ends seen after (ms): {seen:?}; decided after (ms): {decided:?}; disagreements: {}",
         rec["disagreements"]
     );
+    // Every turn is confirmed and judged from the transcript (above); the latency sample of
+    // the last turn end may be missing: 2.1.197 writes its transcript in batches, and when
+    // the screen ends the session first (turn budget reached) that sample is not taken.
     assert!(
-        seen.len() >= n,
+        seen.len() + 1 >= n,
         "{n} turns, {} turn ends seen: {rec}\n{}",
         seen.len(),
         c.diag()
