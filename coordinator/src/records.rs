@@ -436,7 +436,10 @@ impl SessionRecord {
 
     /// The end-of-session summary line(s).
     pub fn end_summary(&self) -> String {
-        let mut lat = hdrhistogram::Histogram::<u64>::new(3).ok();
+        // Bounded, so a sample above the initial range is counted where it belongs: an
+        // auto-resizing histogram clamps `saturating_record` to its first bucket range
+        // (about 2 s), which once reported a 4 s model as 2 ms.
+        let mut lat = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 86_400_000, 3).ok();
         if let Some(h) = lat.as_mut() {
             for &ms in &self.model_latencies_ms {
                 h.saturating_record(ms);
@@ -488,13 +491,14 @@ mod tests {
         let mut s = SessionRecord {
             max_turns: 5,
             turns: 2,
-            model_latencies_ms: vec![100, 300, 200],
+            model_latencies_ms: vec![4887, 2693, 3506, 2779, 2864],
             ..Default::default()
         };
         s.rejections.insert(Rule::NearRepeat, 2);
         let line = s.end_summary();
         assert!(line.contains("turns 2 of 5"), "{line}");
-        assert!(line.contains("p50 200 ms"), "{line}");
+        // Within the histogram's 3 significant digits of 2864 and 4887.
+        assert!(line.contains("p50 286") && line.contains("p95 488"), "{line}");
         assert!(line.contains("near_repeat 2"), "{line}");
     }
 
