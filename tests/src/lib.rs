@@ -17,6 +17,8 @@
 //! - [`stub_model`]: `karl-stub-model`, a scripted OpenAI-compatible model server.
 //! - [`tmux_server`]: the private, self-cleaning tmux server every real-tmux test and
 //!   benchmark runs on (the agent's own tests included).
+//! - [`twin`]: the test twin, a real small model served on loopback by
+//!   `tests/twin/server.mjs` (fetched by `scripts/fetch-model.sh`).
 
 pub mod anthropic_stub;
 pub mod compat;
@@ -27,3 +29,4 @@ pub mod standin;
 pub mod stats;
 pub mod stub_model;
 pub mod tmux_server;
+pub mod twin;

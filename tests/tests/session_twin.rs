@@ -1,0 +1,97 @@
+//! The real twin in the loop: SmolLM2-135M-Instruct, served on loopback by
+//! `tests/twin/server.mjs` (the model and its runtime fetched by `scripts/fetch-model.sh`),
+//! writes the plan and the prompts of a session with the stand-in coding agent; karl-coord,
+//! karl-agent and the stand-in run as real processes. A real small model's raw output —
+//! echoes of the briefing, narration, junk — must never crash a session or reach the pane
+//! without passing the gate, and every typed prompt arrives exactly once.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use karl_tests::harness::{turns, Fleet, Scratch, FAST_STANDIN};
+use karl_tests::twin::TwinServer;
+
+#[test]
+fn a_real_small_model_drives_ten_turns_and_only_gated_prompts_reach_the_pane() {
+    let scratch = Scratch::new();
+    let mut twin = TwinServer::start(&scratch.path("twin.log")).unwrap_or_else(|e| panic!("{e}"));
+    let fleet = Fleet::start_with(Some(FAST_STANDIN), &[], &["--model-url", twin.base_url()]);
+    // A plan longer than the turn budget, so the session runs all ten turns.
+    let plan = fleet.plan(&[
+        "Read app.py and explain how the routes are registered.",
+        "Add a GET /health route to app.py that returns {\"status\": \"ok\"}.",
+        "Add tests/test_health.py with a pytest test for GET /health.",
+        "Run pytest and fix what fails.",
+        "Return the app version from /health as well.",
+        "Test the version field in tests/test_health.py.",
+        "Document /health in README.md.",
+        "Add a type hint to the health handler.",
+        "Run flake8 on app.py and fix the warnings.",
+        "Add a test that /health answers within 100 ms.",
+        "Log each /health request at debug level.",
+        "Add /health to the OpenAPI description in openapi.yaml.",
+    ]);
+    let id = fleet.drive(&[
+        "--goal",
+        "Add a /health endpoint to the Flask service in app.py, with a pytest test",
+        "--project",
+        "flask-api",
+        "--plan",
+        &plan,
+        "--turns",
+        "10",
+    ]);
+    let show = fleet.wait_status(&id, Duration::from_secs(600), |s| {
+        s != "running" && s != "waiting"
+    });
+    assert_eq!(show["session"]["status"], "done", "{show:#}");
+    let t = turns(&show);
+    assert_eq!(t.len(), 10, "{show:#}");
+
+    let mut sources = BTreeMap::new();
+    for turn in &t {
+        let source = turn["source"].as_str().unwrap_or("");
+        *sources.entry(source.to_string()).or_insert(0) += 1;
+        let gate: Vec<&str> = turn["gate"]
+            .as_array()
+            .map(|g| g.iter().filter_map(|l| l.as_str()).collect())
+            .unwrap_or_default();
+        // The line that let the prompt through is the last one, and it names the source.
+        let last = gate.last().copied().unwrap_or("");
+        let passed = match source {
+            "model" | "regenerated" => last.starts_with("pass (attempt"),
+            "plan" => last == "plan step",
+            "escape" => last == "escape prompt",
+            _ => false,
+        };
+        assert!(passed, "turn typed without passing the gate: {turn:#}");
+        let prompt = turn["prompt"].as_str().unwrap_or("");
+        assert!(!prompt.trim().is_empty(), "empty prompt typed: {turn:#}");
+        // The same prompt, judged offline by the same gate, passes too.
+        let out = fleet.ctl(&["validate", prompt]);
+        assert_eq!(
+            out.code, 0,
+            "the gate refuses a typed prompt offline: {out:?}"
+        );
+    }
+    // Every typed prompt reached the pane once, in order, byte for byte.
+    let typed: Vec<String> = t
+        .iter()
+        .map(|x| x["prompt"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(fleet.received(), typed);
+    assert!(twin.is_running(), "twin server died:\n{}", twin.log_text());
+    // What the real model did, for the log: how many prompts it wrote and what the gate
+    // and the fallbacks caught.
+    eprintln!(
+        "real twin {}: sources {sources:?}; record {:#}",
+        twin.model(),
+        show["record"]
+    );
+    for turn in &t {
+        eprintln!(
+            "  {} {:?} {:?}",
+            turn["source"], turn["prompt"], turn["gate"]
+        );
+    }
+}
