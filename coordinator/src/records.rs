@@ -498,7 +498,10 @@ mod tests {
         let line = s.end_summary();
         assert!(line.contains("turns 2 of 5"), "{line}");
         // Within the histogram's 3 significant digits of 2864 and 4887.
-        assert!(line.contains("p50 286") && line.contains("p95 488"), "{line}");
+        assert!(
+            line.contains("p50 286") && line.contains("p95 488"),
+            "{line}"
+        );
         assert!(line.contains("near_repeat 2"), "{line}");
     }
 

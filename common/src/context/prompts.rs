@@ -7,6 +7,7 @@
 //! refusal goes through [`super::ContextInput::rejections`], so it stays inside the
 //! token budget.
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -18,7 +19,10 @@ use super::redact::redact;
 use super::terminal::{cap_chars, select_lines};
 
 /// Plans have at most this many steps (the parser drops the rest).
-pub const PLAN_MAX_STEPS: usize = 8;
+pub const PLAN_MAX_STEPS: usize = 10;
+/// A model's reply with fewer distinct steps than this is not a plan: one line, or a step
+/// repeated eight times, does not decompose a goal.
+pub const PLAN_MIN_STEPS: usize = 3;
 /// Characters kept of one plan step.
 pub const PLAN_STEP_CHARS: usize = 200;
 /// Default cap on a cleaned reply, in characters.
@@ -95,13 +99,21 @@ pub fn parse_plan(reply: &str) -> Vec<String> {
     }
     let mut marked = Vec::new();
     let mut plain = Vec::new();
+    // A marker alone on its line ("1." then the step on the next line).
+    let mut open_marker = false;
     for line in text.lines() {
         let line = line.trim();
         if line.is_empty() {
             continue;
         }
         if let Some(m) = NUMBERED.find(line).or_else(|| BULLET.find(line)) {
-            marked.push(line[m.end()..].to_string());
+            let step = strip_numbering(&line[m.end()..]);
+            open_marker = step.is_empty();
+            if !open_marker {
+                marked.push(step.to_string());
+            }
+        } else if std::mem::take(&mut open_marker) {
+            marked.push(line.to_string());
         } else {
             plain.push(line.to_string());
         }
@@ -115,6 +127,17 @@ pub fn parse_plan(reply: &str) -> Vec<String> {
             .collect()
     };
     finish_steps(steps)
+}
+
+/// "1.1.1. Write the lexer" and "1. 2. Write it" → "Write the lexer", "Write it": the
+/// nested or doubled numbering small models emit after the first marker.
+fn strip_numbering(step: &str) -> &str {
+    static MORE: LazyLock<Regex> = LazyLock::new(|| re(r"^(?:\d{1,2}(?:\.\d{1,2})*[.)]\s*)+"));
+    let step = step.trim();
+    match MORE.find(step) {
+        Some(m) => step[m.end()..].trim(),
+        None => step,
+    }
 }
 
 /// "1. read the code 2. fix it 3. test" → ["read the code", "fix it", "test"].
@@ -164,8 +187,13 @@ fn finish_steps(raw: Vec<String>) -> Vec<String> {
         if words < 2 || !step.chars().any(char::is_alphabetic) {
             continue;
         }
+        // "Here is the plan", "Here is the code": talk about the plan, not a step of it.
+        if PREAMBLE.is_match(step) || degenerate(step) {
+            continue;
+        }
         let step = cap_chars(step, PLAN_STEP_CHARS);
-        if out.iter().any(|s| s.eq_ignore_ascii_case(&step)) {
+        // The same step again, whatever its punctuation or case.
+        if out.iter().any(|s| same_words(s, &step)) {
             continue;
         }
         out.push(step);
@@ -183,6 +211,57 @@ pub fn parse_plan_file(text: &str) -> Vec<String> {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(|l| cap_chars(l, PLAN_STEP_CHARS))
         .collect()
+}
+
+/// Where a session's plan came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanSource {
+    /// The model's reply held [`PLAN_MIN_STEPS`] or more distinct steps.
+    Model,
+    /// The reply was no plan; the steps were derived from the goal ([`goal_steps`]).
+    Goal,
+}
+
+/// A plan and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub steps: Vec<String>,
+    pub source: PlanSource,
+}
+
+/// The plan in a model's reply to [`plan_messages`] — 3 to 10 distinct steps — or, when the
+/// reply holds fewer (one line, junk, a step repeated), the steps [`goal_steps`] derives from
+/// the goal.
+pub fn plan_from_reply(reply: &str, goal: &str) -> Plan {
+    let steps = parse_plan(reply);
+    if steps.len() >= PLAN_MIN_STEPS {
+        Plan {
+            steps,
+            source: PlanSource::Model,
+        }
+    } else {
+        Plan {
+            steps: goal_steps(goal),
+            source: PlanSource::Goal,
+        }
+    }
+}
+
+/// A plan any goal supports, when no model wrote a usable one: understand the code the goal
+/// touches, do the goal, test it, review the whole change. Each step names the goal, so a
+/// fallback prompt built from it is specific to the session.
+pub fn goal_steps(goal: &str) -> Vec<String> {
+    let goal = one_line(goal, PLAN_STEP_CHARS - 80);
+    let goal = goal.trim().trim_end_matches(['.', '!', ';', ',']).trim();
+    if goal.is_empty() {
+        return Vec::new();
+    }
+    vec![
+        format!("Read the code that this goal touches and explain how it works now: {goal}."),
+        format!("{goal}."),
+        format!("Add or update tests covering this change ({goal}), run them and fix what fails."),
+        format!("Run the whole test suite and the linters, and fix anything that this change ({goal}) broke."),
+    ]
 }
 
 // ---------------------------------------------------------------------------------------
@@ -280,16 +359,194 @@ static OPENER: LazyLock<Regex> = LazyLock::new(|| {
 });
 static LIST_MARK: LazyLock<Regex> = LazyLock::new(|| re(r"^(?:[-*•>]+|\d{1,2}[.)])\s+"));
 
+/// A step number: `1.`, `2)`.
+static STEP_NUMBER: LazyLock<Regex> = LazyLock::new(|| re(r"^\d{1,2}[.)]\s+"));
+/// A markdown heading: `## Output`, `### 1.`, a bare `#`.
+static HEADING: LazyLock<Regex> = LazyLock::new(|| re(r"^#{1,6}(?:\s+|$)"));
+/// A small model speaking as the assistant rather than as the developer: "I'm here to
+/// help", "I'm ready to help. What's the next step?", "I can't write the one task…".
+static ASSISTANT_VOICE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)(?-u:\b)i(?:'m| am|'ll| will|'d| would| can)(?-u:\b).{0,24}?(?-u:\b)(?:help|assist|guide|happy to|glad to|excited to|ready to)(?-u:\b)",
+    )
+});
+
+/// What a reply may not merely copy: the briefing it answered. A reply line whose words all
+/// stand, in order, inside one briefing line ("Write the one instruction the developer
+/// types next…", "Active: …", a line of the terminal excerpt) is an echo, not an
+/// instruction — small models do this constantly. Copying the goal, a task title or an
+/// earlier prompt is allowed here (an instruction may be exactly the active task; the gate
+/// judges repeats).
+#[derive(Debug, Clone, Default)]
+pub struct EchoGuard {
+    lines: Vec<String>,
+    allowed: Vec<String>,
+}
+
+impl EchoGuard {
+    /// `briefing`: the messages the model answered; `allowed`: texts a reply may copy.
+    pub fn new(briefing: &[ChatMessage], allowed: &[&str]) -> Self {
+        let lines = briefing
+            .iter()
+            .flat_map(|m| m.content.lines())
+            .map(echo_words)
+            .filter(|l| l.len() > 2)
+            .collect();
+        let allowed = allowed
+            .iter()
+            .map(|a| echo_words(a))
+            .filter(|a| a.len() > 2)
+            .collect();
+        EchoGuard { lines, allowed }
+    }
+
+    /// Whether `line` (two words or more) is a copy of part of one briefing line, or — five
+    /// words or more — a near copy: at least four in five of its words are that line's
+    /// ("Write the one instruction the developer types next into the terminal.").
+    pub fn echoes(&self, line: &str) -> bool {
+        let words = echo_words(line);
+        let count = words.matches(' ').count().saturating_sub(1);
+        if count < 2 {
+            return false;
+        }
+        if self.allowed.iter().any(|a| a.contains(&words)) {
+            return false;
+        }
+        self.lines
+            .iter()
+            .any(|b| b.contains(&words) || (count >= 5 && 5 * shared_words(&words, b) >= 4 * count))
+    }
+}
+
+/// Lowercase words joined by single spaces, padded with one space on each side, so that
+/// containment is by whole words. Digits read as `0`: a copy with its numbers changed
+/// ("Done: 1 of 1" for the briefing's "Done: 0 of 1") is still a copy.
+fn echo_words(text: &str) -> String {
+    let mut out = String::from(" ");
+    for w in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        out.extend(w.chars().flat_map(char::to_lowercase).map(|c| {
+            if c.is_ascii_digit() {
+                '0'
+            } else {
+                c
+            }
+        }));
+        out.push(' ');
+    }
+    out
+}
+
+/// The same words, ignoring case and punctuation.
+fn same_words(a: &str, b: &str) -> bool {
+    let words = |s: &str| {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>()
+    };
+    words(a) == words(b)
+}
+
+/// How many of `line`'s words (both from [`echo_words`]) occur in `text`.
+fn shared_words(line: &str, text: &str) -> usize {
+    let have: std::collections::HashSet<&str> = text.split_whitespace().collect();
+    line.split_whitespace().filter(|w| have.contains(w)).count()
+}
+
+/// A fragment of source code rather than words to type: a few words at most, a large share
+/// of code punctuation (`f.write("""`, `-*- coding: utf-8 -*-`).
+fn code_fragment(line: &str) -> bool {
+    let words = line
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().any(char::is_alphabetic))
+        .count();
+    let chars = line.chars().filter(|c| !c.is_whitespace()).count();
+    let code = line
+        .chars()
+        .filter(|c| {
+            matches!(
+                c,
+                '(' | ')' | '"' | '=' | '{' | '}' | ';' | '*' | '<' | '>' | '[' | ']'
+            )
+        })
+        .count();
+    words < 4 && chars > 0 && code * 100 >= chars * 15
+}
+
+/// A generation loop: some three-word run occurs three times or more ("a JSON payload with
+/// a JSON payload with a JSON payload …", "--no-cache --no-cache --no-cache").
+fn degenerate(step: &str) -> bool {
+    let words: Vec<&str> = step.split_whitespace().collect();
+    let mut seen: HashMap<[&str; 3], u32> = HashMap::new();
+    words.windows(3).any(|w| {
+        let n = seen.entry([w[0], w[1], w[2]]).or_insert(0);
+        *n += 1;
+        *n >= 3
+    }) || words.windows(2).filter(|w| w[0] == w[1]).count() >= 2
+}
+
+/// A line that starts with terminal chrome — box drawing, block elements, the prompt and
+/// tool glyphs coding-agent CLIs draw — was copied off the screen.
+fn starts_with_chrome(line: &str) -> bool {
+    line.chars().next().is_some_and(|c| {
+        matches!(c, '\u{2500}'..='\u{259F}')
+            || matches!(
+                c,
+                '❯' | '›'
+                    | '⏺'
+                    | '⎿'
+                    | '✻'
+                    | '✶'
+                    | '✳'
+                    | '✢'
+                    | '⏵'
+                    | '⏸'
+                    | '▶'
+                    | '◆'
+                    | '●'
+                    | '⚠'
+            )
+    })
+}
+
 /// The instruction in a model reply, ready for the gate: reasoning blocks and code
 /// fences removed, preamble lines ("Here is the next instruction:") skipped, prefixes
 /// ("Prompt:", "> ", "1. "), emphasis and surrounding quotes stripped, the first
 /// instruction line kept, at most two sentences, whitespace collapsed, capped at
 /// `max_chars` at a word boundary. May return an empty string (the gate refuses it).
 pub fn clean_reply(raw: &str, max_chars: usize) -> String {
+    clean_reply_guarded(raw, max_chars, &EchoGuard::default())
+}
+
+/// [`clean_reply`], also skipping what a small model emits instead of an instruction:
+/// markdown headings that label nothing, lines copied off the terminal (chrome glyphs)
+/// or out of the briefing (`guard`), and the model talking as an assistant ("I'm here to
+/// help"). Every rule has its real-model fixture in `common/tests/twin_replies.rs`.
+pub fn clean_reply_guarded(raw: &str, max_chars: usize, guard: &EchoGuard) -> String {
     let text = strip_reasoning(raw);
     let text = strip_fence_lines(&text);
     for line in text.lines() {
-        let mut line = line.trim().to_string();
+        let line = line.trim();
+        if starts_with_chrome(line) {
+            continue;
+        }
+        // "## Output", "# EXPLORE phase", "## What is the `#1` command?": a title, not an
+        // instruction. A numbered step set as a heading ("### 1. Add an LRU cache …") keeps
+        // its step.
+        let line = match HEADING.find(line) {
+            Some(m) => {
+                let rest = line[m.end()..].trim();
+                match STEP_NUMBER.find(rest) {
+                    Some(n) if rest[n.end()..].split_whitespace().count() >= 3 => rest,
+                    _ => continue,
+                }
+            }
+            None => line,
+        };
+        let mut line = line.to_string();
         // Peel decorations until nothing changes: "> **Prompt:** \"Run it\"".
         loop {
             let before = line.clone();
@@ -310,26 +567,48 @@ pub fn clean_reply(raw: &str, max_chars: usize) -> String {
         {
             continue;
         }
+        if ASSISTANT_VOICE.is_match(&line) || guard.echoes(&line) || code_fragment(&line) {
+            continue;
+        }
         let line = two_sentences(&line);
         return cap_at_word(&line, max_chars);
     }
     String::new()
 }
 
+/// The first two sentences; a sentence that only repeats the one before it ("The server is
+/// ready. The server is ready.") does not count, and is dropped.
 fn two_sentences(s: &str) -> String {
-    let mut ends = 0;
-    for (i, c) in s.char_indices() {
-        if matches!(c, '.' | '?' | '!') {
-            let next = s[i + c.len_utf8()..].chars().next();
-            if next.is_some_and(char::is_whitespace) {
-                ends += 1;
-                if ends == 2 {
-                    return s[..i + c.len_utf8()].to_string();
-                }
-            }
+    let mut kept: Vec<&str> = Vec::new();
+    let mut start = 0;
+    let mut ends: Vec<usize> = s
+        .char_indices()
+        .filter(|&(i, c)| {
+            matches!(c, '.' | '?' | '!')
+                && s[i + c.len_utf8()..]
+                    .chars()
+                    .next()
+                    .is_some_and(char::is_whitespace)
+        })
+        .map(|(i, c)| i + c.len_utf8())
+        .collect();
+    ends.push(s.len());
+    for end in ends {
+        let sentence = s[start..end].trim();
+        start = end;
+        if sentence.is_empty()
+            || kept
+                .last()
+                .is_some_and(|k| k.eq_ignore_ascii_case(sentence))
+        {
+            continue;
+        }
+        kept.push(sentence);
+        if kept.len() == 2 {
+            break;
         }
     }
-    s.to_string()
+    kept.join(" ")
 }
 
 fn cap_at_word(s: &str, max: usize) -> String {
@@ -515,7 +794,10 @@ mod tests {
         ] {
             assert!(parse_plan(junk).len() <= PLAN_MAX_STEPS);
         }
-        let long = format!("1. {}", "word ".repeat(1000));
+        let long = format!(
+            "1. {}",
+            (0..1000).map(|i| format!("word{i} ")).collect::<String>()
+        );
         assert!(parse_plan(&long)[0].chars().count() <= PLAN_STEP_CHARS);
         let binary: String = (0u8..=255).map(char::from).collect::<String>().repeat(50);
         let _ = parse_plan(&binary);
@@ -577,6 +859,84 @@ mod tests {
             let d = parse_detect(junk);
             assert!(d.project.is_none() && d.goal.is_none(), "{junk:?} -> {d:?}");
         }
+    }
+
+    #[test]
+    fn a_reply_with_fewer_than_three_steps_is_no_plan() {
+        let goal = "Add a /health endpoint with a test.";
+        let plan = plan_from_reply("1. Read the code\n2. Add the endpoint\n3. Test it", goal);
+        assert_eq!(plan.source, PlanSource::Model);
+        assert_eq!(plan.steps.len(), 3);
+        for junk in [
+            "Sure, I can help with that!",
+            "1. Write a custom lexer.\n2. Write a custom lexer.\n3. write a custom lexer",
+            "1. Read the code\n2. Here is the plan",
+            "",
+        ] {
+            let plan = plan_from_reply(junk, goal);
+            assert_eq!(plan.source, PlanSource::Goal, "{junk:?}");
+            assert_eq!(plan.steps, goal_steps(goal));
+        }
+        let steps = goal_steps(goal);
+        assert_eq!(steps.len(), 4);
+        assert_eq!(steps[1], "Add a /health endpoint with a test.");
+        assert!(steps.iter().all(|s| s.contains("/health endpoint")));
+        assert!(goal_steps("  ").is_empty());
+    }
+
+    #[test]
+    fn plan_parser_joins_lone_markers_and_drops_loops() {
+        let steps = parse_plan(
+            "1. \nImplement JWT auth\n2. 2.1.1. Add the login route\n3. Call it with a JSON payload with a JSON payload with a JSON payload with a JSON payload\n4. go get --no-cache --no-cache --no-cache",
+        );
+        assert_eq!(steps, ["Implement JWT auth", "Add the login route"]);
+    }
+
+    #[test]
+    fn echo_guard_allows_the_goal_and_refuses_copies_of_the_briefing() {
+        let briefing = [
+            ChatMessage::system("You are the developer driving a coding agent (Claude Code, Codex or a similar CLI) in a terminal. Each turn you read a briefing about the session and write the single instruction the developer types next into the agent."),
+            ChatMessage::user(
+                "Goal: Fix the rounding bug\nDone: 0 of 3\nActive: Fix the rounding bug\n\n## Terminal\n  the tests pass on main\n\n## Your turn\nWrite the one instruction the developer types next.",
+            ),
+        ];
+        let guard = EchoGuard::new(&briefing, &["Fix the rounding bug"]);
+        for echo in [
+            "Your turn",
+            "Done: 2 of 3",
+            "the tests pass on main",
+            "Write the one instruction the developer types next.",
+        ] {
+            assert!(guard.echoes(echo), "{echo:?}");
+            assert_eq!(clean_reply_guarded(echo, REPLY_MAX_CHARS, &guard), "");
+        }
+        // Real twin replies (SmolLM2-135M, tests/tests/session_twin.rs): a near copy of the
+        // briefing's last line, and code fragments.
+        for junk in [
+            "Write the one instruction the developer types next into the terminal.",
+            "You're the developer driving a coding agent (Claude Code, Codex or a CLI) in a terminal. Each turn you read a briefing about the session and write the single instruction the developer types next into the agent.",
+            "f.write(\"\"\"",
+            "# -*- coding: utf-8 -*-",
+        ] {
+            assert_eq!(clean_reply_guarded(junk, REPLY_MAX_CHARS, &guard), "", "{junk:?}");
+        }
+        for fine in [
+            "Fix the rounding bug",
+            "Run the tests on main and fix what fails",
+            "Run `cargo test -p core` and fix the failures",
+            "Fix format!(\"{x}\") in main.rs so it compiles",
+        ] {
+            assert_eq!(clean_reply_guarded(fine, REPLY_MAX_CHARS, &guard), fine);
+            assert!(!guard.echoes(fine), "{fine:?}");
+        }
+        assert_eq!(
+            clean_reply_guarded(
+                "## Output\n❯ Try it\nI'm ready to help. What's your task?\nYour turn\n\nRun the rounding tests. Run the rounding tests.",
+                REPLY_MAX_CHARS,
+                &guard
+            ),
+            "Run the rounding tests."
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use karl_common::gate::{GateContext, Verdict};
 
 use super::machine::Deps;
-use crate::context::{clean_reply, PaneSignal, Rejection, REPLY_MAX_CHARS};
+use crate::context::{clean_reply_guarded, EchoGuard, PaneSignal, Rejection, REPLY_MAX_CHARS};
 use crate::model::ChatRequest;
 use crate::records::{SessionRecord, TurnSource};
 
@@ -56,6 +56,8 @@ pub struct PromptSearch {
     lines: Vec<String>,
     /// Token estimate of the request in flight (raw and calibrated).
     asked: Option<(u32, u32)>,
+    /// The briefing of the request in flight: a reply that only copies it is no answer.
+    echo: EchoGuard,
 }
 
 impl PromptSearch {
@@ -70,6 +72,7 @@ impl PromptSearch {
             rejections: Vec::new(),
             lines: Vec::new(),
             asked: None,
+            echo: EchoGuard::default(),
         }
     }
 
@@ -85,6 +88,10 @@ impl PromptSearch {
     fn ask(&mut self, rec: &SessionRecord, deps: &Deps) -> Step {
         let ctx = deps.context(rec, &self.screen, self.signal, &self.rejections);
         self.asked = Some((ctx.raw_tokens, ctx.estimated_tokens));
+        let mut allowed: Vec<&str> = vec![rec.goal.as_str()];
+        allowed.extend(rec.tasks.tasks.iter().map(|t| t.title.as_str()));
+        allowed.extend(rec.history.iter().map(String::as_str));
+        self.echo = EchoGuard::new(&ctx.messages, &allowed);
         Step::Ask(ChatRequest::new(ctx.messages))
     }
 
@@ -95,7 +102,7 @@ impl PromptSearch {
         if let Some(actual) = reply.prompt_tokens {
             deps.observe_tokens(raw, actual);
         }
-        let text = clean_reply(&reply.text, REPLY_MAX_CHARS);
+        let text = clean_reply_guarded(&reply.text, REPLY_MAX_CHARS, &self.echo);
         let attempt = self.rejections.len();
         let verdict = deps.gate.check(&text, &gate_context(rec, deps).view());
         if verdict.pass {

@@ -7,7 +7,10 @@ use karl_common::target::PaneTarget;
 use karl_common::unix_ms;
 
 use super::{lock, Engine};
-use crate::context::{detect_messages, parse_detect, parse_plan, plan_messages, TaskGraph};
+use crate::context::{
+    detect_messages, goal_steps, parse_detect, plan_from_reply, plan_messages, PlanSource,
+    TaskGraph,
+};
 use crate::error::{CoordError, Result};
 use crate::model::ChatRequest;
 use crate::records::{
@@ -271,10 +274,16 @@ impl Engine {
             Some(&snap.text),
         ));
         match model.complete(&req).await {
-            Ok(reply) => parse_plan(&reply.text),
+            Ok(reply) => {
+                let plan = plan_from_reply(&reply.text, &rec.goal);
+                if plan.source == PlanSource::Goal {
+                    tracing::info!(target: "coord.engine", session = %rec.id, steps = plan.steps.len(), "the model's reply held no plan of 3 or more steps; using steps derived from the goal");
+                }
+                plan.steps
+            }
             Err(e) => {
-                tracing::warn!(target: "coord.engine", session = %rec.id, error = %e, "plan generation failed; using the goal as the plan");
-                Vec::new()
+                tracing::warn!(target: "coord.engine", session = %rec.id, error = %e, "plan generation failed; using steps derived from the goal");
+                goal_steps(&rec.goal)
             }
         }
     }
