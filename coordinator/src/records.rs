@@ -383,6 +383,8 @@ pub struct TurnRecord {
     pub gate: Vec<String>,
     pub model_latency_ms: u64,
     pub prompt_tokens: u32,
+    /// Prompt tokens the model server's prefix cache already held (0: not reported).
+    pub cached_tokens: u32,
     pub pane_hash: String,
     pub outcome: TurnOutcome,
     pub inject: InjectStatus,

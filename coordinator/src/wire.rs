@@ -122,6 +122,7 @@ pub fn turn(t: &TurnRecord) -> pb::TurnRecord {
         gate: t.gate.clone(),
         model_latency_ms: t.model_latency_ms,
         prompt_tokens: t.prompt_tokens,
+        cached_tokens: t.cached_tokens,
         pane_hash: t.pane_hash.clone(),
         outcome: outcome(t.outcome) as i32,
         inject: inject(t.inject) as i32,

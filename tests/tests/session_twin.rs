@@ -81,6 +81,33 @@ fn a_real_small_model_drives_ten_turns_and_only_gated_prompts_reach_the_pane() {
         .collect();
     assert_eq!(fleet.received(), typed);
     assert!(twin.is_running(), "twin server died:\n{}", twin.log_text());
+    // The server's prefix cache: after the first call, each model call finds at least the
+    // briefing's stable head (system prompt, session) already evaluated, as the server
+    // reports in usage.prompt_tokens_details.cached_tokens.
+    let later: Vec<&serde_json::Value> = t
+        .iter()
+        .skip(1)
+        .filter(|x| matches!(x["source"].as_str(), Some("model" | "regenerated")))
+        .collect();
+    let cached: u64 = later
+        .iter()
+        .filter_map(|x| x["cached_tokens"].as_u64())
+        .sum();
+    let prompt: u64 = later
+        .iter()
+        .filter_map(|x| x["prompt_tokens"].as_u64())
+        .sum();
+    eprintln!(
+        "prefix cache: {cached} of {prompt} prompt tokens ({:.0} %) over {} model turns after the first",
+        100.0 * cached as f64 / prompt.max(1) as f64,
+        later.len()
+    );
+    for x in &later {
+        assert!(
+            x["cached_tokens"].as_u64().unwrap_or(0) > 0,
+            "no prompt token came from the cache: {x:#}"
+        );
+    }
     // What the real model did, for the log: how many prompts it wrote and what the gate
     // and the fallbacks caught.
     eprintln!(

@@ -25,6 +25,8 @@ pub struct Candidate {
     pub gate: Vec<String>,
     pub latency_ms: u64,
     pub prompt_tokens: u32,
+    /// Of those, what the server's prefix cache held (0: not reported).
+    pub cached_tokens: u32,
 }
 
 /// A model reply as the search needs it.
@@ -34,6 +36,8 @@ pub struct ModelAnswer {
     pub latency_ms: u64,
     /// `usage.prompt_tokens`, when the server reported it.
     pub prompt_tokens: Option<u32>,
+    /// Prompt tokens the server's prefix cache held, when it said.
+    pub cached_tokens: Option<u32>,
 }
 
 /// What the search wants next.
@@ -117,6 +121,7 @@ impl PromptSearch {
                 gate: std::mem::take(&mut self.lines),
                 latency_ms: reply.latency_ms,
                 prompt_tokens: reply.prompt_tokens.unwrap_or(estimated),
+                cached_tokens: reply.cached_tokens.unwrap_or(0),
             });
         }
         rec.gated += 1;
@@ -155,6 +160,7 @@ impl PromptSearch {
                     gate: std::mem::take(&mut self.lines),
                     latency_ms: 0,
                     prompt_tokens: 0,
+                    cached_tokens: 0,
                 });
             }
             self.lines.push(format!(
@@ -184,6 +190,7 @@ impl PromptSearch {
             gate: std::mem::take(&mut self.lines),
             latency_ms: 0,
             prompt_tokens: 0,
+            cached_tokens: 0,
         })
     }
 }

@@ -160,6 +160,7 @@ impl Shell<'_> {
                             text: r.text,
                             latency_ms: r.latency.as_millis() as u64,
                             prompt_tokens: r.prompt_tokens,
+                            cached_tokens: r.cached_tokens,
                         })
                         .map_err(|e| e.to_string()),
                 ))

@@ -85,6 +85,7 @@ impl Session {
             gate: c.gate,
             model_latency_ms: c.latency_ms,
             prompt_tokens: c.prompt_tokens,
+            cached_tokens: c.cached_tokens,
             pane_hash: snap.stable_hash.clone(),
             outcome: TurnOutcome::Pending,
             inject: if rec.dry_run {

@@ -47,6 +47,7 @@ struct Endpoint {
 struct Completion {
     text: String,
     prompt_tokens: Option<u32>,
+    cached_tokens: Option<u32>,
     completion_tokens: Option<u32>,
     model: Option<String>,
     finish_reason: Option<String>,
@@ -164,6 +165,7 @@ impl HttpModelClient {
                     return Ok(ChatReply {
                         text: c.text,
                         prompt_tokens: c.prompt_tokens,
+                        cached_tokens: c.cached_tokens,
                         completion_tokens: c.completion_tokens,
                         latency,
                         endpoint: ep.base.clone(),
@@ -515,7 +517,23 @@ struct WireReply {
     usage: Option<WireUsage>,
     #[serde(default, deserialize_with = "lenient")]
     model: Option<String>,
+    /// llama.cpp's server: `timings.cache_n`, the prompt tokens its cache held.
+    #[serde(default, deserialize_with = "lenient")]
+    timings: Option<WireTimings>,
     error: Option<WireError>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireTimings {
+    #[serde(default, deserialize_with = "token_count")]
+    cache_n: Option<u32>,
+}
+
+/// OpenAI's `usage.prompt_tokens_details` (also sent by vLLM and MLX's server).
+#[derive(Debug, Deserialize)]
+struct WirePromptDetails {
+    #[serde(default, deserialize_with = "token_count")]
+    cached_tokens: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -557,6 +575,8 @@ struct WireUsage {
     prompt_tokens: Option<u32>,
     #[serde(default, deserialize_with = "token_count")]
     completion_tokens: Option<u32>,
+    #[serde(default, deserialize_with = "lenient")]
+    prompt_tokens_details: Option<WirePromptDetails>,
 }
 
 /// An `error` body in place of choices: `{"message": …}`, a bare string, or anything else
@@ -682,6 +702,12 @@ fn parse_completion(endpoint: &str, body: &[u8]) -> Result<Completion, ModelErro
     Ok(Completion {
         text,
         prompt_tokens: reply.usage.as_ref().and_then(|u| u.prompt_tokens),
+        cached_tokens: reply
+            .usage
+            .as_ref()
+            .and_then(|u| u.prompt_tokens_details.as_ref())
+            .and_then(|d| d.cached_tokens)
+            .or_else(|| reply.timings.as_ref().and_then(|t| t.cache_n)),
         completion_tokens: reply.usage.as_ref().and_then(|u| u.completion_tokens),
         model: reply.model,
         finish_reason: first.finish_reason,
@@ -766,6 +792,21 @@ mod tests {
         assert_eq!((c.text.as_str(), c.prompt_tokens), ("ab", Some(100)));
         let legacy = br#"{"choices":[{"text":"go"}]}"#;
         assert_eq!(parse_completion("e", legacy).unwrap().text, "go");
+        assert_eq!(parse_completion("e", legacy).unwrap().cached_tokens, None);
+        // The prefix cache's share, as OpenAI-style servers and llama.cpp's report it.
+        let openai = br#"{"choices":[{"text":"go"}],"usage":{"prompt_tokens":900,"prompt_tokens_details":{"cached_tokens":640}}}"#;
+        assert_eq!(
+            parse_completion("e", openai).unwrap().cached_tokens,
+            Some(640)
+        );
+        let llama = br#"{"choices":[{"text":"go"}],"timings":{"cache_n":512,"prompt_n":40}}"#;
+        assert_eq!(
+            parse_completion("e", llama).unwrap().cached_tokens,
+            Some(512)
+        );
+        let odd =
+            br#"{"choices":[{"text":"go"}],"usage":{"prompt_tokens_details":"x"},"timings":[]}"#;
+        assert_eq!(parse_completion("e", odd).unwrap().cached_tokens, None);
     }
 
     #[test]

@@ -56,6 +56,9 @@ pub struct ChatReply {
     pub text: String,
     /// `usage.prompt_tokens`, when the server reports it (feeds token calibration).
     pub prompt_tokens: Option<u32>,
+    /// Prompt tokens the server's prefix cache already held, when it says
+    /// (`usage.prompt_tokens_details.cached_tokens`, llama.cpp's `timings.cache_n`).
+    pub cached_tokens: Option<u32>,
     pub completion_tokens: Option<u32>,
     /// Wall time of the successful attempt.
     pub latency: Duration,

@@ -87,6 +87,7 @@ impl ScriptedModel {
             Some(Ok(text)) => Ok(ChatReply {
                 text,
                 prompt_tokens: None,
+                cached_tokens: None,
                 completion_tokens: None,
                 latency: Duration::ZERO,
                 endpoint: SCRIPTED_ENDPOINT.into(),

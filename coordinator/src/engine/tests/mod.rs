@@ -210,6 +210,7 @@ impl Harness {
                     text,
                     latency_ms: 40,
                     prompt_tokens: Some(900),
+                    cached_tokens: Some(600),
                 })))
             }
             Effect::Type { .. } | Effect::Launch(_) => {
