@@ -13,7 +13,7 @@ use karl_common::detect::Detector;
 use crate::config::{CoordConfig, LocalPane};
 use crate::engine::Engine;
 use crate::error::{CoordError, Result};
-use crate::model::{HttpModelClient, ModelClient};
+use crate::model::{HttpModelClient, ModelClient, ScriptedModel};
 use crate::registry::Registry;
 use crate::server::{serve, tls_config, ServerState};
 use crate::store::Store;
@@ -37,7 +37,10 @@ pub async fn run(
         Some(dir) => Detector::from_dir(dir)?,
         None => Detector::embedded(),
     };
-    let model: Option<Arc<dyn ModelClient>> = if cfg.model.urls.is_empty() {
+    let model: Option<Arc<dyn ModelClient>> = if let Some(replies) = &cfg.scripted_twin {
+        tracing::info!(target: "coord", replies = replies.len(), "the twin is a script, not a model server");
+        Some(Arc::new(ScriptedModel::texts(replies.clone())))
+    } else if cfg.model.urls.is_empty() {
         None
     } else {
         Some(Arc::new(HttpModelClient::new(cfg.model.clone()).map_err(

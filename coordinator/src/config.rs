@@ -111,6 +111,10 @@ pub struct CoordConfig {
     pub local_pane: Option<LocalPane>,
     /// Where the gate's embedding model comes from.
     pub gate_model: ModelSetting,
+    /// Replies a scripted twin gives instead of a model server, in order (then it reports
+    /// itself unreachable and sessions fall back to their plans): `--scripted-twin FILE`,
+    /// which `karl-ctl demo` uses when no model answers.
+    pub scripted_twin: Option<Vec<String>>,
 }
 
 /// `--local-pane`: the local agent's tmux server is started with one session, `karl`,
@@ -143,6 +147,7 @@ impl CoordConfig {
             tls: None,
             local_pane: None,
             gate_model: ModelSetting::Default,
+            scripted_twin: None,
         }
     }
 

@@ -4,9 +4,11 @@
 //! in-process agent on a private tmux server whose one pane runs `karl-standin` (the
 //! stand-in coding agent built with the workspace) — `karl-coord --local-pane`, so tmux
 //! is only ever driven through the agent — then, as any operator would over gRPC, drives
-//! that pane for a few turns with whatever model endpoint is configured
-//! (`KARL_MODEL_URL`), falling back to plan-only. The coordinator is stopped at the end
-//! and takes its tmux server with it (`--keep` leaves the server up to attach to).
+//! that pane for a few turns. The twin is the model at `--model-url` (`KARL_MODEL_URL`) when
+//! one answers there, else a built-in script of realistic candidates — good prompts with
+//! status spam, a repeat and a destructive command among them — so the gate's refusals and
+//! the plan fallback show. The coordinator is stopped at the end and takes its tmux server
+//! with it (`--keep` leaves the server up to attach to).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -22,6 +24,45 @@ const PLAN: [&str; 4] = [
     "Write a unit test for the /health route and run cargo test.",
     "Update README.md with a section on the /health endpoint.",
 ];
+
+/// What the built-in scripted twin answers, in order, when no model does: candidates for
+/// [`PLAN`] as a small model writes them. A turn gets up to three answers before its plan
+/// step takes over, so four turns show a pass, a status refusal, a turn whose repeat,
+/// destructive command and status question are all refused (the plan step is typed), and a
+/// pass. After the script the twin is unreachable and the plan drives.
+const SCRIPTED_TWIN: [&str; 7] = [
+    "Read src/main.rs and list every HTTP route the server registers, with its handler.",
+    "What's the status? Are you done yet?",
+    "Add a GET /health route in src/main.rs that returns 200 with the body ok.",
+    "Read src/main.rs and list every HTTP route the server registers, with its handler.",
+    "Reset the branch with git reset --hard origin/main and force-push it so the history is clean.",
+    "Give me a quick summary of where things stand.",
+    "Add a section on the /health endpoint to README.md, with a curl example.",
+];
+
+/// Whether something accepts connections at `url`'s host and port (within half a second).
+async fn answers(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or("");
+    let addr = if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        authority.to_string()
+    } else if url.starts_with("https://") {
+        format!("{authority}:443")
+    } else {
+        format!("{authority}:80")
+    };
+    matches!(
+        tokio::time::timeout(
+            Duration::from_millis(500),
+            tokio::net::TcpStream::connect(addr.as_str())
+        )
+        .await,
+        Ok(Ok(_))
+    )
+}
 
 /// A sibling binary of karl-ctl's, built with the workspace.
 fn sibling(name: &str) -> anyhow::Result<PathBuf> {
@@ -76,7 +117,7 @@ fn coord_config(dir: &Path, port: u16, socket: &str) -> String {
     )
 }
 
-pub async fn run(turns: u32, keep: bool, json: bool) -> anyhow::Result<ExitCode> {
+pub async fn run(turns: u32, keep: bool, model_url: &str, json: bool) -> anyhow::Result<ExitCode> {
     let standin = sibling("karl-standin")?;
     let coord_bin = sibling("karl-coord")?;
     let dir = std::env::temp_dir().join(format!("karl-demo-{}", std::process::id()));
@@ -109,6 +150,18 @@ pub async fn run(turns: u32, keep: bool, json: bool) -> anyhow::Result<ExitCode>
         .stderr(coord_err);
     if keep {
         cmd.arg("--keep-local-pane");
+    }
+    if answers(model_url).await {
+        eprintln!("karl demo: the twin is the model at {model_url}");
+        cmd.arg("--model-url").arg(model_url);
+    } else {
+        let script = dir.join("scripted-twin.json");
+        std::fs::write(&script, serde_json::to_string_pretty(&SCRIPTED_TWIN)?)
+            .with_context(|| format!("cannot write {}", script.display()))?;
+        eprintln!(
+            "karl demo: no model answers at {model_url}, so the twin is a built-in script: good prompts with status spam, a repeat and a destructive command among them — watch the gate refuse those and the plan step take over (a real model: --model-url URL, or scripts/twin-server.sh)"
+        );
+        cmd.arg("--scripted-twin").arg(&script);
     }
     let child = cmd
         .spawn()

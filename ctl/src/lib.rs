@@ -221,6 +221,14 @@ pub enum Command {
         /// Keep the demo's tmux server running afterwards (to attach and look).
         #[arg(long)]
         keep: bool,
+        /// The twin's OpenAI-compatible base URL (e.g. scripts/twin-server.sh). When
+        /// nothing answers there, a built-in scripted twin plays the model.
+        #[arg(
+            long,
+            env = "KARL_MODEL_URL",
+            default_value = "http://127.0.0.1:8100/v1"
+        )]
+        model_url: String,
     },
     /// Check a prompt against the gate, offline. Exit 0 pass, 1 block, 2 bad usage.
     Validate {
@@ -308,7 +316,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             project,
             goal,
         } => return offline::context(cli.json, capture, project.as_deref(), goal.as_deref()),
-        Command::Demo { turns, keep } => return demo::run(*turns, *keep, cli.json).await,
+        Command::Demo {
+            turns,
+            keep,
+            model_url,
+        } => return demo::run(*turns, *keep, model_url, cli.json).await,
         _ => {}
     }
     let (coord, token) = resolve_coord(&cli)?;

@@ -69,6 +69,10 @@ struct Args {
     /// Leave the --local-pane tmux server running when the coordinator stops.
     #[arg(long, requires = "local_pane")]
     keep_local_pane: bool,
+    /// Answer from this script instead of a model server: a JSON array of replies, given
+    /// in order (for demos and dry runs; `karl-ctl demo` writes one when no model answers).
+    #[arg(long, value_name = "FILE")]
+    scripted_twin: Option<PathBuf>,
     /// Config file (TOML); default ~/.config/karl/karl-coord.toml if present.
     #[arg(long, env = "KARL_COORD_CONFIG")]
     config: Option<PathBuf>,
@@ -155,6 +159,7 @@ fn resolve(args: Args) -> anyhow::Result<CoordConfig> {
             .or(file.gate.and_then(|g| g.model))
             .map(|m| ModelSetting::parse(&m))
             .unwrap_or_default(),
+        scripted_twin: args.scripted_twin.as_deref().map(read_script).transpose()?,
     })
 }
 
@@ -170,4 +175,22 @@ async fn run(args: Args) -> anyhow::Result<()> {
         })?;
     karl_coord::app::run(cfg, listener, karl_common::shutdown_signal()).await?;
     Ok(())
+}
+
+/// `--scripted-twin FILE`: a JSON array of reply strings.
+fn read_script(path: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the scripted twin {}", path.display()))?;
+    let replies: Vec<String> = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "the scripted twin {} must be a JSON array of strings, one reply each",
+            path.display()
+        )
+    })?;
+    anyhow::ensure!(
+        !replies.is_empty(),
+        "the scripted twin {} has no replies",
+        path.display()
+    );
+    Ok(replies)
 }
