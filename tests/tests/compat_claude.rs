@@ -44,6 +44,7 @@ use std::time::Duration;
 use karl_tests::anthropic_stub::{AnthropicStub, Reply, Script};
 use karl_tests::compat;
 use karl_tests::harness::{shell_quote, wait_for, Fleet, Scratch};
+use karl_tests::twin::TwinServer;
 
 /// The Claude Code releases the tier runs against (keep in step with `.ci/run`).
 const VERSIONS: [&str; 2] = ["2.1.197", "2.1.330"];
@@ -151,9 +152,10 @@ impl Claude {
         mode: Mode,
         agent_env: &[(&str, &str)],
     ) -> Claude {
-        Claude::start_full(cli, script, accepted, mode, agent_env, Start::Cli)
+        Claude::start_full(cli, script, accepted, mode, agent_env, Start::Cli, &[])
     }
 
+    /// `coord_args`: extra flags for karl-coord (`--model-url URL` for a real twin).
     fn start_full(
         cli: &Cli,
         script: Script,
@@ -161,6 +163,7 @@ impl Claude {
         mode: Mode,
         agent_env: &[(&str, &str)],
         start: Start,
+        coord_args: &[&str],
     ) -> Claude {
         let hooks = start == Start::CliWithHooks;
         let stub = AnthropicStub::start(script).unwrap();
@@ -235,7 +238,7 @@ impl Claude {
             ),
         };
         let cmdline = compat::pane_command(&project, &env, &inner);
-        let fleet = Fleet::start_command_env(scratch, &cmdline, 120, 40, &[], agent_env);
+        let fleet = Fleet::start_command_env(scratch, &cmdline, 120, 40, coord_args, agent_env);
         Claude {
             fleet,
             stub,
@@ -1174,6 +1177,7 @@ fn hooked_permission(version: &'static str, test: &str, policy: &str) -> Option<
         Mode::Manual,
         &[],
         Start::CliWithHooks,
+        &[],
     );
     c.wait_screen(Duration::from_secs(30), "the empty input box", idle_screen);
     let plan = c.plan(&[RUN_CHECK, SUMMARIZE]);
@@ -1240,6 +1244,7 @@ fn launched_cli_gets_karls_hook_and_the_user_settings_stay_as_they_were(version:
         Mode::Manual,
         &[],
         Start::Shell,
+        &[],
     );
     let user_settings = c.fleet.scratch.path("home/.claude/settings.json");
     let before = std::fs::read_to_string(&user_settings).unwrap();
@@ -1321,6 +1326,78 @@ fn a_new_conversation_is_followed_after_clear(version: &'static str) {
 }
 
 /// One test module per pinned release: every scenario, plus those only a release has.
+/// The real twin — SmolLM2-135M served on loopback by `tests/twin/server.mjs` — writes the
+/// prompts for a real Claude Code: three turns, each typed prompt passed the gate and
+/// reached the CLI's conversation exactly once.
+fn a_real_small_model_drives_three_turns(version: &'static str) {
+    let Some(cli) = claude_cli(version, "real_twin") else {
+        return;
+    };
+    let log = std::env::temp_dir().join(format!(
+        "karl-twin-{}-{}.log",
+        std::process::id(),
+        version.replace('.', "_")
+    ));
+    let twin = TwinServer::start(&log).unwrap_or_else(|e| panic!("{e}"));
+    let c = Claude::start_full(
+        &cli,
+        Script::new(),
+        ALL,
+        Mode::Manual,
+        &[],
+        Start::Cli,
+        &["--model-url", twin.base_url()],
+    );
+    c.wait_screen(Duration::from_secs(30), "the empty input box", idle_screen);
+    let plan = c.plan(&[
+        "Create the lexer module with a Token enum.",
+        "Add a number literal rule to the lexer.",
+        "Write unit tests for the lexer.",
+        "Document the lexer in README.md.",
+    ]);
+    let id = c.fleet.drive(&[
+        "--goal",
+        "Write the lexer for the calculator",
+        "--plan",
+        &plan,
+        "--turns",
+        "3",
+    ]);
+    let show = c.wait_status(
+        &id,
+        Duration::from_secs(240),
+        &["done", "escalated", "failed"],
+    );
+    c.expect_status(&show, "done", "");
+    let typed = prompts(&show);
+    assert_eq!(typed.len(), 3, "{show:#}");
+    for t in turns(&show) {
+        assert!(
+            t["inject"].as_str().unwrap_or("").starts_with("submitted"),
+            "{t}"
+        );
+        let last = t["gate"]
+            .as_array()
+            .and_then(|g| g.last())
+            .and_then(|l| l.as_str())
+            .unwrap_or("");
+        assert!(
+            last.starts_with("pass (attempt") || last == "plan step" || last == "escape prompt",
+            "typed without passing the gate: {t}"
+        );
+    }
+    assert_eq!(c.stub.conversation(), typed);
+    for p in &typed {
+        assert_eq!(
+            c.stub.attempts(p),
+            1,
+            "{p:?} reached the API more than once"
+        );
+    }
+    drop(twin);
+    let _ = std::fs::remove_file(&log);
+}
+
 macro_rules! for_each_version {
     (every: [$($scenario:ident),* $(,)?], only_2_1_330: [$($only:ident),* $(,)?] $(,)?) => {
         mod v2_1_197 {
@@ -1355,6 +1432,7 @@ for_each_version!(
         with_hooks_a_permission_is_denied_through_the_hook,
         a_new_conversation_is_followed_after_clear,
         launched_cli_gets_karls_hook_and_the_user_settings_stay_as_they_were,
+        a_real_small_model_drives_three_turns,
     ],
     // Auto mode is the default from 2.1.330 on; 2.1.197 has no such mode.
     only_2_1_330: [auto_mode_prompt_approved_by_label, auto_mode_prompt_denied_by_label],
