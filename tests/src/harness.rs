@@ -346,6 +346,22 @@ pub struct Fleet {
 pub const FAST_STANDIN: &str =
     r#"{"default": {"work_ms": 250, "reply": {"answer": "Done: {prompt}"}}}"#;
 
+/// Whether a recorded turn's prompt went through the gate: its last gate line is the pass
+/// of a model answer, the plan step or an escape prompt, as fits its source.
+pub fn passed_the_gate(turn: &serde_json::Value) -> bool {
+    let last = turn["gate"]
+        .as_array()
+        .and_then(|g| g.last())
+        .and_then(|l| l.as_str())
+        .unwrap_or("");
+    match turn["source"].as_str().unwrap_or("") {
+        "model" | "regenerated" => last.starts_with("pass (attempt"),
+        "plan" => last == "plan step",
+        "escape" => last == "escape prompt",
+        _ => false,
+    }
+}
+
 /// The turns of a `karl-ctl show --json` reply.
 pub fn turns(show: &serde_json::Value) -> Vec<serde_json::Value> {
     show["turns"].as_array().cloned().unwrap_or_default()

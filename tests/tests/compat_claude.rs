@@ -43,7 +43,7 @@ use std::time::Duration;
 
 use karl_tests::anthropic_stub::{AnthropicStub, Reply, Script};
 use karl_tests::compat;
-use karl_tests::harness::{shell_quote, wait_for, Fleet, Scratch};
+use karl_tests::harness::{passed_the_gate, shell_quote, wait_for, Fleet, Scratch};
 use karl_tests::twin::TwinServer;
 
 /// The Claude Code releases the tier runs against (keep in step with `.ci/run`).
@@ -1376,15 +1376,7 @@ fn a_real_small_model_drives_three_turns(version: &'static str) {
             t["inject"].as_str().unwrap_or("").starts_with("submitted"),
             "{t}"
         );
-        let last = t["gate"]
-            .as_array()
-            .and_then(|g| g.last())
-            .and_then(|l| l.as_str())
-            .unwrap_or("");
-        assert!(
-            last.starts_with("pass (attempt") || last == "plan step" || last == "escape prompt",
-            "typed without passing the gate: {t}"
-        );
+        assert!(passed_the_gate(&t), "typed without passing the gate: {t}");
     }
     assert_eq!(c.stub.conversation(), typed);
     for p in &typed {

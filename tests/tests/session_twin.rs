@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use karl_tests::harness::{turns, Fleet, Scratch, FAST_STANDIN};
+use karl_tests::harness::{passed_the_gate, turns, Fleet, Scratch, FAST_STANDIN};
 use karl_tests::twin::TwinServer;
 
 #[test]
@@ -52,19 +52,10 @@ fn a_real_small_model_drives_ten_turns_and_only_gated_prompts_reach_the_pane() {
     for turn in &t {
         let source = turn["source"].as_str().unwrap_or("");
         *sources.entry(source.to_string()).or_insert(0) += 1;
-        let gate: Vec<&str> = turn["gate"]
-            .as_array()
-            .map(|g| g.iter().filter_map(|l| l.as_str()).collect())
-            .unwrap_or_default();
-        // The line that let the prompt through is the last one, and it names the source.
-        let last = gate.last().copied().unwrap_or("");
-        let passed = match source {
-            "model" | "regenerated" => last.starts_with("pass (attempt"),
-            "plan" => last == "plan step",
-            "escape" => last == "escape prompt",
-            _ => false,
-        };
-        assert!(passed, "turn typed without passing the gate: {turn:#}");
+        assert!(
+            passed_the_gate(turn),
+            "turn typed without passing the gate: {turn:#}"
+        );
         let prompt = turn["prompt"].as_str().unwrap_or("");
         assert!(!prompt.trim().is_empty(), "empty prompt typed: {turn:#}");
         // The same prompt, judged offline by the same gate, passes too.
