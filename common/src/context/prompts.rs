@@ -423,10 +423,7 @@ impl EchoGuard {
 /// ("Done: 1 of 1" for the briefing's "Done: 0 of 1") is still a copy.
 fn echo_words(text: &str) -> String {
     let mut out = String::from(" ");
-    for w in text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-    {
+    for w in words(text) {
         out.extend(w.chars().flat_map(char::to_lowercase).map(|c| {
             if c.is_ascii_digit() {
                 '0'
@@ -439,15 +436,17 @@ fn echo_words(text: &str) -> String {
     out
 }
 
+/// The words of `text`: its runs of letters and digits.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+}
+
 /// The same words, ignoring case and punctuation.
 fn same_words(a: &str, b: &str) -> bool {
-    let words = |s: &str| {
-        s.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect::<Vec<_>>()
-    };
-    words(a) == words(b)
+    words(a)
+        .map(str::to_lowercase)
+        .eq(words(b).map(str::to_lowercase))
 }
 
 /// How many of `line`'s words (both from [`echo_words`]) occur in `text`.
@@ -459,8 +458,7 @@ fn shared_words(line: &str, text: &str) -> usize {
 /// A fragment of source code rather than words to type: a few words at most, a large share
 /// of code punctuation (`f.write("""`, `-*- coding: utf-8 -*-`).
 fn code_fragment(line: &str) -> bool {
-    let words = line
-        .split(|c: char| !c.is_alphanumeric())
+    let words = words(line)
         .filter(|w| w.chars().any(char::is_alphabetic))
         .count();
     let chars = line.chars().filter(|c| !c.is_whitespace()).count();
