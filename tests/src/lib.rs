@@ -17,6 +17,9 @@
 //! - [`stub_model`]: `karl-stub-model`, a scripted OpenAI-compatible model server.
 //! - [`tmux_server`]: the private, self-cleaning tmux server every real-tmux test and
 //!   benchmark runs on (the agent's own tests included).
+//! - [`twin_eval`]: the twin evaluation — recorded session timelines replayed through
+//!   the previous driver's raw prompting and through KARL, against a real model
+//!   (`karl-bench`).
 //! - [`twin`]: the test twin, a real small model served on loopback by
 //!   `tests/twin/server.mjs` (fetched by `scripts/fetch-model.sh`).
 
@@ -30,3 +33,4 @@ pub mod stats;
 pub mod stub_model;
 pub mod tmux_server;
 pub mod twin;
+pub mod twin_eval;

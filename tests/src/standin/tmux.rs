@@ -199,6 +199,10 @@ pub struct StandinSpec {
     /// (as the fixtures' `exec bash` runs do); its exit status goes to
     /// [`StandinPane::exit_status`].
     pub shell_after: bool,
+    /// Working directory of the pane (default: the scratch directory).
+    pub cwd: Option<PathBuf>,
+    /// Extra environment for the stand-in (`HOME` decides how its banner shows the cwd).
+    pub env: Vec<(String, String)>,
 }
 
 impl StandinSpec {
@@ -212,6 +216,8 @@ impl StandinSpec {
             height: 40,
             as_claude: true,
             shell_after: false,
+            cwd: None,
+            env: Vec::new(),
         }
     }
 
@@ -233,6 +239,17 @@ impl StandinSpec {
 
     pub fn shell_after(mut self) -> Self {
         self.shell_after = true;
+        self
+    }
+
+    /// Runs the pane in `dir` instead of the scratch directory.
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_string(), value.to_string()));
         self
     }
 
@@ -274,8 +291,15 @@ impl StandinSpec {
             ];
             argv.extend(wrapped);
         }
+        if !self.env.is_empty() {
+            let mut with_env = vec!["env".to_string()];
+            with_env.extend(self.env.iter().map(|(k, v)| format!("{k}={v}")));
+            with_env.extend(argv);
+            argv = with_env;
+        }
         let argv_ref: Vec<&str> = argv.iter().map(String::as_str).collect();
-        let pane = server.new_pane(self.width, self.height, dir.path(), &argv_ref)?;
+        let cwd = self.cwd.as_deref().unwrap_or(dir.path());
+        let pane = server.new_pane(self.width, self.height, cwd, &argv_ref)?;
         Ok(StandinPane {
             server,
             pane,
