@@ -8,7 +8,8 @@
 //! labelled by someone who never saw the rules, and only its figure is reported.
 
 use karl_common::context::{
-    clean_reply_guarded, plan_from_reply, ChatMessage, EchoGuard, PlanSource, REPLY_MAX_CHARS,
+    clean_reply_guarded, plan_from_reply, plan_from_reply_guarded, ChatMessage, EchoGuard,
+    PlanSource, REPLY_MAX_CHARS,
 };
 use serde::Deserialize;
 
@@ -45,7 +46,12 @@ fn cleaned(row: &Row) -> serde_json::Value {
             serde_json::Value::from(clean_reply_guarded(&row.reply, REPLY_MAX_CHARS, &guard))
         }
         _ => {
-            let plan = plan_from_reply(&row.reply, &row.goal);
+            // Rows that carry their request judge against it, as the engine does.
+            let plan = if row.messages.is_empty() {
+                plan_from_reply(&row.reply, &row.goal)
+            } else {
+                plan_from_reply_guarded(&row.reply, &row.goal, &row.messages)
+            };
             let steps = match plan.source {
                 PlanSource::Model => plan.steps,
                 PlanSource::Goal => Vec::new(),
@@ -76,15 +82,18 @@ fn score(name: &str, show: bool) -> (usize, usize) {
     (ok, rows.len())
 }
 
-/// Three tuning replies are known misses: narration in the first person or about "the
-/// one task the developer types next" that no rule tells from an instruction (the gate and
-/// the bench see them).
+/// Eight tuning replies are known misses. Three turns: narration in the first person or
+/// about "the one task the developer types next" that no rule tells from an instruction
+/// (the gate and the bench see them). Five plans written with a screen in the request:
+/// well-formed lists of nonsense or off-goal steps ("The first step is to make the target
+/// tag tag", "Migrate orders to CLAUD", "[Install the app]") — a question of meaning no
+/// line rule answers; the gate judges each step before it is typed.
 #[test]
 fn cleanup_rules_hold_on_the_replies_they_were_written_against() {
     let (ok, n) = score("smollm2-135m-tune.jsonl", true);
-    assert!(n >= 60, "the tuning set shrank to {n}");
+    assert!(n >= 74, "the tuning set shrank to {n}");
     assert!(
-        ok + 3 >= n,
+        ok + 8 >= n,
         "{} of {n} tuning replies cleaned differently",
         n - ok
     );
@@ -122,7 +131,7 @@ fn cleanup_on_held_out_replies() {
     for (kind, [rows, agree, want, got]) in &kinds {
         eprintln!("  {kind}: {rows} rows, {agree} agree; usable by the labels {want}, by the cleanup {got}");
     }
-    assert!(n >= 30, "the held-out set shrank to {n}");
+    assert!(n >= 46, "the held-out set shrank to {n}");
     assert!(
         pct(usable_agree) >= HELD_OUT_USABLE_FLOOR,
         "held-out agreement fell"

@@ -185,6 +185,13 @@ pub enum Command {
         project: Option<String>,
         #[arg(long)]
         goal: Option<String>,
+        /// Offline: the plan request a session starting on this capture sends instead
+        /// of a turn's briefing.
+        #[arg(long, requires = "capture")]
+        plan: bool,
+        /// The project's path, for --plan.
+        #[arg(long, requires = "plan")]
+        path: Option<String>,
     },
     /// The audit log: every injection, refusal, forced send and permission decision.
     Audit {
@@ -315,6 +322,23 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             capture: Some(capture),
             project,
             goal,
+            plan: true,
+            path,
+        } => {
+            return offline::plan_request(
+                cli.json,
+                capture,
+                project.as_deref(),
+                goal.as_deref(),
+                path.as_deref(),
+            )
+        }
+        Command::Context {
+            id: None,
+            capture: Some(capture),
+            project,
+            goal,
+            ..
         } => return offline::context(cli.json, capture, project.as_deref(), goal.as_deref()),
         Command::Demo {
             turns,

@@ -145,3 +145,30 @@ pub fn context(
     super::output::context(&ctx.to_wire(), json);
     Ok(ExitCode::SUCCESS)
 }
+
+/// `karl-ctl context --capture FILE --plan`: the plan request a session starting on this
+/// screen sends the model (the messages, as text or JSON).
+pub fn plan_request(
+    json: bool,
+    capture: &Path,
+    project: Option<&str>,
+    goal: Option<&str>,
+    path: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let screen = read(capture, "capture")?;
+    let goal = goal.unwrap_or("continue the work shown in the pane");
+    let messages = karl_common::context::plan_messages(
+        project.unwrap_or("project"),
+        goal,
+        path.unwrap_or(""),
+        Some(&screen),
+    );
+    if json {
+        println!("{}", serde_json::json!({ "messages": messages }));
+    } else {
+        for m in &messages {
+            println!("── {:?} ──\n{}\n", m.role, m.content);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -132,3 +132,33 @@ fn context_for_a_capture_stays_in_budget() {
         .contains("health-api"));
     assert!(v["estimated_tokens"].as_u64() <= v["budget"].as_u64());
 }
+
+#[test]
+fn the_plan_request_for_a_capture_carries_the_goal_and_the_screen() {
+    let (code, out, err) = ctl(&[
+        "context",
+        "--capture",
+        &fixture("cc-basic-120x40__after-answer.txt"),
+        "--plan",
+        "--project",
+        "health-api",
+        "--goal",
+        "Add a /health endpoint",
+        "--path",
+        "~/src/health-api",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let msgs = v["messages"].as_array().cloned().unwrap_or_default();
+    assert_eq!(msgs.len(), 2, "system + one user message");
+    assert_eq!(msgs[0]["role"], "system");
+    let user = msgs[1]["content"].as_str().unwrap_or("");
+    assert!(user.contains("Goal: Add a /health endpoint"), "{user}");
+    assert!(user.contains("Path: ~/src/health-api"), "{user}");
+    assert!(user.contains("The terminal now shows:"), "{user}");
+
+    let (code, _, err) = ctl(&["context", "--plan", "--goal", "x"]);
+    assert_ne!(code, 0, "--plan without --capture is refused");
+    assert!(err.contains("--capture"), "{err}");
+}

@@ -42,8 +42,9 @@ pub use digest::{
 pub use phase::{phase_label, system_prompt, Phase, PhaseSchedule};
 pub use prompts::{
     clean_reply, clean_reply_guarded, detect_messages, goal_steps, parse_detect, parse_plan,
-    parse_plan_file, plan_from_reply, plan_messages, strip_reasoning, Detected, EchoGuard, Plan,
-    PlanSource, PLAN_MAX_STEPS, PLAN_MIN_STEPS, PLAN_STEP_CHARS, REPLY_MAX_CHARS,
+    parse_plan_file, plan_from_reply, plan_from_reply_guarded, plan_messages, strip_reasoning,
+    Detected, EchoGuard, Plan, PlanSource, PLAN_MAX_STEPS, PLAN_MIN_STEPS, PLAN_STEP_CHARS,
+    REPLY_MAX_CHARS,
 };
 pub use redact::{redact, REDACTED};
 pub use tasks::{Task, TaskGraph, TaskStatus};

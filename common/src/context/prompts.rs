@@ -233,7 +233,23 @@ pub struct Plan {
 /// reply holds fewer (one line, junk, a step repeated), the steps [`goal_steps`] derives from
 /// the goal.
 pub fn plan_from_reply(reply: &str, goal: &str) -> Plan {
-    let steps = parse_plan(reply);
+    plan_or_goal(parse_plan(reply), goal)
+}
+
+/// [`plan_from_reply`] for a reply to `request`, the [`plan_messages`] that were sent:
+/// a line copied off the terminal the request showed (chrome glyphs) or out of the
+/// request itself is no step. A small model shown a screen copies it back as often as
+/// it plans.
+pub fn plan_from_reply_guarded(reply: &str, goal: &str, request: &[ChatMessage]) -> Plan {
+    let guard = EchoGuard::new(request, &[goal]);
+    let steps = parse_plan(reply)
+        .into_iter()
+        .filter(|s| !starts_with_chrome(s) && !guard.echoes(s))
+        .collect();
+    plan_or_goal(steps, goal)
+}
+
+fn plan_or_goal(steps: Vec<String>, goal: &str) -> Plan {
     if steps.len() >= PLAN_MIN_STEPS {
         Plan {
             steps,

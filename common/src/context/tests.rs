@@ -555,3 +555,26 @@ fn config_validation_and_serde_defaults() {
         Err(ContextConfigError::BudgetOverWindow { .. })
     ));
 }
+
+#[test]
+fn a_plan_copied_off_the_screen_in_its_request_is_no_plan() {
+    let screen = "╭─── Claude Code v2.1.197 ───╮\n│ Tips for getting started │\n╰────╯\n\n● Migrated orders, events and audit tables to the new schema in 3.2 s\n";
+    let request = plan_messages(
+        "inventory",
+        "add CSV export of the stock report",
+        "~/code/inventory",
+        Some(screen),
+    );
+    let copied = "1. ╭─── Claude Code v2.1.1.187 ───╮\n2. │ Tips for getting started │\n3. Migrated orders, events and audit tables to the new schema\n4. Add a CSV writer for the stock report";
+    let plan = plan_from_reply_guarded(copied, "add CSV export of the stock report", &request);
+    assert_eq!(plan.source, PlanSource::Goal, "{:?}", plan.steps);
+    // The unguarded parser takes the copies for steps.
+    assert_eq!(
+        plan_from_reply(copied, "add CSV export of the stock report").source,
+        PlanSource::Model
+    );
+    let real = "1. Read src/report/stock.rs and the report query\n2. Add a CSV writer for the stock report rows\n3. Add an --format csv flag to the export command\n4. Test the CSV output against a fixture";
+    let plan = plan_from_reply_guarded(real, "add CSV export of the stock report", &request);
+    assert_eq!(plan.source, PlanSource::Model);
+    assert_eq!(plan.steps.len(), 4);
+}

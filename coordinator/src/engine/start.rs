@@ -8,7 +8,7 @@ use karl_common::unix_ms;
 
 use super::{lock, Engine};
 use crate::context::{
-    detect_messages, goal_steps, parse_detect, plan_from_reply, plan_messages, PlanSource,
+    detect_messages, goal_steps, parse_detect, plan_from_reply_guarded, plan_messages, PlanSource,
     TaskGraph,
 };
 use crate::error::{CoordError, Result};
@@ -275,7 +275,7 @@ impl Engine {
         ));
         match model.complete(&req).await {
             Ok(reply) => {
-                let plan = plan_from_reply(&reply.text, &rec.goal);
+                let plan = plan_from_reply_guarded(&reply.text, &rec.goal, &req.messages);
                 if plan.source == PlanSource::Goal {
                     tracing::info!(target: "coord.engine", session = %rec.id, steps = plan.steps.len(), "the model's reply held no plan of 3 or more steps; using steps derived from the goal");
                 }

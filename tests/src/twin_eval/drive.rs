@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use karl_common::context::{clean_reply, plan_from_reply, plan_messages, PlanSource};
+use karl_common::context::{clean_reply, plan_from_reply_guarded, plan_messages, PlanSource};
 use karl_common::detect::Detector;
 use karl_common::gate::{Gate, OtherSession};
 use karl_common::pb;
@@ -264,7 +264,7 @@ pub async fn drive_karl(
             first,
         ));
         let call = twin.ask(0, &plan_req).await;
-        let plan = plan_from_reply(&call.reply, &t.meta.goal);
+        let plan = plan_from_reply_guarded(&call.reply, &t.meta.goal, &plan_req.messages);
         run.plan = Some(
             match plan.source {
                 PlanSource::Model => "model",
