@@ -241,3 +241,42 @@ async fn both_styles_replay_a_concurrent_pair_against_a_scripted_model() {
     );
     stub.shutdown().await;
 }
+
+/// `karl-bench twin` as a user runs it, against the real test twin (started by the bench
+/// itself), on two sessions of three screens each: every screen gets a prompt in both
+/// styles and every model call is answered and costed.
+#[test]
+fn karl_bench_twin_runs_against_the_real_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_karl-bench"))
+        .args(["twin", "--sessions", "2", "--screens", "3", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("| status spam | 28 % |"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(
+        report["model"].as_str().unwrap_or("").contains("SmolLM2"),
+        "{}",
+        report["model"]
+    );
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4, "two sessions in two styles");
+    for run in runs {
+        let proposals = run["proposals"].as_array().unwrap();
+        let screens: Vec<u64> = proposals
+            .iter()
+            .filter_map(|p| p["capture"].as_u64())
+            .collect();
+        assert_eq!(screens, vec![0, 1, 2], "{}", run["id"]);
+        for call in run["calls"].as_array().unwrap() {
+            assert!(call.get("error").is_none(), "{call}");
+            assert!(call["prompt_tokens"].as_u64().unwrap_or(0) > 0, "{call}");
+        }
+    }
+}
