@@ -16,7 +16,7 @@ use karl_tests::twin_eval::record::record;
 use karl_tests::twin_eval::timeline::{
     fixtures_dir, load_dir, ScriptTurn, SessionMeta, SessionScript, Timeline,
 };
-use karl_tests::twin_eval::{evaluate, groups, render, EvalOptions};
+use karl_tests::twin_eval::{evaluate, groups, render, rescore, EvalOptions, EvalReport};
 
 fn shipped() -> Vec<Timeline> {
     load_dir(&fixtures_dir(), Timeline::check).expect("the shipped timelines load")
@@ -234,6 +234,11 @@ async fn both_styles_replay_a_concurrent_pair_against_a_scripted_model() {
     assert!(karl_requests
         .iter()
         .any(|r| r.to_string().contains(&b.meta.project)));
+    // The previous driver is also scored on the screens KARL drove (here: all of them).
+    assert_eq!(raw_score.karl_screens.as_ref(), Some(&raw_score.typed));
+    // A saved report scores the same again, without a model.
+    let saved: EvalReport = serde_json::from_str(&serde_json::to_string(&report).unwrap()).unwrap();
+    assert_eq!(rescore(saved, &all, &Gate::new()).scores, report.scores);
     let table = render(&report);
     assert!(
         table.contains("| status spam | 28 % | 37.5 % (3/8) |"),

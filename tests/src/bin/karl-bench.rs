@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! karl-bench twin   [--timelines DIR] [--model-url URL] [--sessions N] [--screens N]
-//!                   [--style raw|karl|both] [--json FILE]
+//!                   [--style raw|karl|both] [--json FILE] [--rescore FILE]
 //! karl-bench record [--scripts DIR] [--out DIR] [--standin PATH]
 //! ```
 //!
@@ -10,7 +10,8 @@
 //!   through the previous driver's raw prompting and through KARL's session machine,
 //!   against the model at `--model-url` — or, without one, the test twin (SmolLM2-135M,
 //!   fetched by `scripts/fetch-model.sh`) started on loopback — and prints the table of
-//!   failure signatures and costs. `--json` also writes every proposal and call.
+//!   failure signatures and costs. `--json` also writes every proposal and call;
+//!   `--rescore FILE` scores such a file again without asking any model.
 //! - `record` plays the session scripts (default `tests/fixtures/twin-sessions`) through
 //!   `karl-standin` in a private tmux server and writes one timeline per script.
 
@@ -26,10 +27,10 @@ use karl_tests::twin_eval::drive::{Style, Twin};
 use karl_tests::twin_eval::timeline::{
     fixtures_dir, load_dir, scripts_dir, SessionScript, Timeline,
 };
-use karl_tests::twin_eval::{evaluate, record::record, render, EvalOptions};
+use karl_tests::twin_eval::{evaluate, record::record, render, rescore, EvalOptions, EvalReport};
 
 const USAGE: &str = "usage: karl-bench twin [--timelines DIR] [--model-url URL] [--sessions N] \
-[--screens N] [--style raw|karl|both] [--json FILE]\n       karl-bench record [--scripts DIR] \
+[--screens N] [--style raw|karl|both] [--json FILE] [--rescore FILE]\n       karl-bench record [--scripts DIR] \
 [--out DIR] [--standin PATH]";
 
 fn main() -> Result<()> {
@@ -73,7 +74,9 @@ fn twin(args: Vec<String>) -> Result<()> {
     let mut url: Option<String> = None;
     let mut json: Option<PathBuf> = None;
     let mut opts = EvalOptions::default();
+    let mut saved: Option<PathBuf> = None;
     let known = [
+        "--rescore",
         "--timelines",
         "--model-url",
         "--sessions",
@@ -83,6 +86,7 @@ fn twin(args: Vec<String>) -> Result<()> {
     ];
     for (flag, v) in flags(args, &known)? {
         match flag.as_str() {
+            "--rescore" => saved = Some(PathBuf::from(v)),
             "--timelines" => dir = PathBuf::from(v),
             "--model-url" => url = Some(v),
             "--sessions" => opts.sessions = v.parse().context("--sessions takes a number")?,
@@ -105,6 +109,21 @@ fn twin(args: Vec<String>) -> Result<()> {
             "no timelines in {} (record them with `karl-bench record`)",
             dir.display()
         );
+    }
+    if let Some(path) = saved {
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading the saved report {}", path.display()))?;
+        let report: EvalReport = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{} is not a report written by karl-bench twin --json",
+                path.display()
+            )
+        })?;
+        let (gate, _) = ModelSetting::Default
+            .load()
+            .context("loading the gate's embedding model")?;
+        print!("{}", render(&rescore(report, &timelines, &gate)));
+        return Ok(());
     }
     // Without a model URL, the test twin on loopback; it stops when this returns.
     let log = tempfile::NamedTempFile::new()?;

@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use karl_common::gate::{Gate, GateContext, Rule};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use drive::{drive_karl, drive_raw, SessionRun, Style, Twin};
 use score::{score, Judged, Signatures, StyleScore};
@@ -56,7 +56,7 @@ impl Default for EvalOptions {
 }
 
 /// Everything one evaluation measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EvalReport {
     pub model: String,
     pub sessions: Vec<String>,
@@ -130,12 +130,7 @@ pub async fn evaluate(
         }
     }
     let used: Vec<Timeline> = chosen.iter().flatten().map(|t| (*t).clone()).collect();
-    let judge = gate_judge(&gate);
-    let scores = opts
-        .styles
-        .iter()
-        .map(|s| (*s, score(*s, &runs, &used, &judge)))
-        .collect();
+    let scores = scores(&opts.styles, &runs, &used, &gate);
     EvalReport {
         model: model.to_string(),
         sessions: used.iter().map(|t| t.meta.id.clone()).collect(),
@@ -152,6 +147,33 @@ pub async fn evaluate(
         runs,
         wall_secs: started.elapsed().as_secs_f64(),
     }
+}
+
+/// Every style's scores over `runs`.
+pub fn scores(
+    styles: &[Style],
+    runs: &[SessionRun],
+    timelines: &[Timeline],
+    gate: &Gate,
+) -> BTreeMap<Style, StyleScore> {
+    let judge = gate_judge(gate);
+    styles
+        .iter()
+        .map(|s| (*s, score(*s, runs, timelines, &judge)))
+        .collect()
+}
+
+/// A saved report scored again (after a change to the scoring, or to read it anew):
+/// the runs stay, the scores are recomputed against `timelines`.
+pub fn rescore(mut report: EvalReport, timelines: &[Timeline], gate: &Gate) -> EvalReport {
+    let used: Vec<Timeline> = timelines
+        .iter()
+        .filter(|t| report.sessions.contains(&t.meta.id))
+        .cloned()
+        .collect();
+    let styles: Vec<Style> = report.scores.keys().copied().collect();
+    report.scores = scores(&styles, &report.runs, &used, gate);
+    report
 }
 
 /// Picks one signature's count.
@@ -173,9 +195,9 @@ pub fn render(report: &EvalReport) -> String {
     );
     let _ = writeln!(
         out,
-        "| per prompt | seed V5 (4B, live) | previous driver (raw 80 lines) | KARL: model's first answer | KARL: typed (after gate) |"
+        "| per prompt | seed V5 (4B, live) | previous driver (raw 80 lines) | previous driver, on the screens KARL drove | KARL: model's first answer | KARL: typed (after gate) |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
     let cell = |s: Option<&Signatures>, f: &dyn Fn(&Signatures) -> usize| match s {
         Some(s) => format!("{:.1} % ({}/{})", s.pct(f(s)), f(s), s.prompts),
         None => "—".to_string(),
@@ -192,8 +214,9 @@ pub fn render(report: &EvalReport) -> String {
     for (name, seed, f) in rows {
         let _ = writeln!(
             out,
-            "| {name} | {seed} | {} | {} | {} |",
+            "| {name} | {seed} | {} | {} | {} | {} |",
             cell(raw.map(|r| &r.typed), &f),
+            cell(raw.and_then(|r| r.karl_screens.as_ref()), &f),
             cell(first, &f),
             cell(karl.map(|k| &k.typed), &f)
         );
@@ -203,19 +226,19 @@ pub fn render(report: &EvalReport) -> String {
     };
     let _ = writeln!(
         out,
-        "| model calls (errors) | | {} | | {} |",
+        "| model calls (errors) | | {} | | | {} |",
         cost(raw, &|s| format!("{} ({})", s.cost.calls, s.cost.errors)),
         cost(karl, &|s| format!("{} ({})", s.cost.calls, s.cost.errors))
     );
     let _ = writeln!(
         out,
-        "| prompt tokens per call (mean) | ~900 | {} | | {} |",
+        "| prompt tokens per call (mean) | ~900 | {} | | | {} |",
         cost(raw, &|s| format!("{:.0}", s.cost.prompt_tokens_mean)),
         cost(karl, &|s| format!("{:.0}", s.cost.prompt_tokens_mean))
     );
     let _ = writeln!(
         out,
-        "| model latency p50 / p95 | | {} | | {} |",
+        "| model latency p50 / p95 | | {} | | | {} |",
         cost(raw, &|s| format!(
             "{:.1} / {:.1} s",
             s.cost.latency_p50_ms as f64 / 1000.0,
@@ -229,7 +252,7 @@ pub fn render(report: &EvalReport) -> String {
     );
     let _ = writeln!(
         out,
-        "| prompt tokens from the prefix cache | | {} | | {} |",
+        "| prompt tokens from the prefix cache | | {} | | | {} |",
         cost(raw, &|s| format!("{:.0} %", 100.0 * s.cost.cached_share)),
         cost(karl, &|s| format!("{:.0} %", 100.0 * s.cost.cached_share))
     );

@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::drive::{first_answers, SessionRun, Style};
 use super::timeline::Timeline;
@@ -33,7 +33,7 @@ pub struct Judged {
 }
 
 /// Counts of each failure signature over a set of prompts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Signatures {
     pub prompts: usize,
     pub status: usize,
@@ -66,7 +66,7 @@ impl Signatures {
 }
 
 /// What the model calls of a style cost.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Cost {
     pub calls: usize,
     pub errors: usize,
@@ -78,12 +78,15 @@ pub struct Cost {
 }
 
 /// One style's scores over every session.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StyleScore {
     /// What would have reached the pane.
     pub typed: Signatures,
     /// KARL only: the model's first answer per screen, before the gate.
     pub first_answers: Option<Signatures>,
+    /// The previous driver only: its prompts on the screens KARL drove (KARL stops when
+    /// its plan is done and waits for a human when it escalates).
+    pub karl_screens: Option<Signatures>,
     pub cost: Cost,
     /// Candidates the gate refused, by rule.
     pub blocked: BTreeMap<String, u32>,
@@ -126,6 +129,20 @@ pub fn score(
         let texts: Vec<&str> = run.proposals.iter().map(|p| p.text.as_str()).collect();
         out.typed
             .add(&signatures(&texts, &screens, &foreign, judge));
+        let karl_run = runs
+            .iter()
+            .find(|r| r.style == Style::Karl && r.id == run.id);
+        if let (Style::Raw, Some(k)) = (style, karl_run) {
+            let driven: HashSet<usize> = k.proposals.iter().map(|p| p.capture).collect();
+            let keep: Vec<usize> = (0..run.proposals.len())
+                .filter(|i| driven.contains(&run.proposals[*i].capture))
+                .collect();
+            let t: Vec<&str> = keep.iter().map(|i| texts[*i]).collect();
+            let sc: Vec<&str> = keep.iter().map(|i| screens[*i]).collect();
+            out.karl_screens
+                .get_or_insert_with(Signatures::default)
+                .add(&signatures(&t, &sc, &foreign, judge));
+        }
         if style == Style::Karl {
             let firsts = first_answers(run);
             let first_refs: Vec<&str> = firsts.iter().map(|(_, a)| a.as_str()).collect();
