@@ -24,7 +24,7 @@ use karl_common::gate::{Gate, GateContext, Rule};
 use serde::{Deserialize, Serialize};
 
 use drive::{drive_karl, drive_raw, SessionRun, Style, Twin};
-use score::{score, Judged, Signatures, StyleScore};
+use score::{score, Cost, Judged, Signatures, StyleScore};
 use timeline::Timeline;
 
 /// The previous driver's rates from the seed (`karl-v6-architecture.txt`: a 4B model
@@ -178,6 +178,8 @@ pub fn rescore(mut report: EvalReport, timelines: &[Timeline], gate: &Gate) -> E
 
 /// Picks one signature's count.
 type Count = fn(&Signatures) -> usize;
+/// Formats one figure of a style's calls.
+type CostCell = fn(&Cost) -> String;
 
 /// The report as a markdown table, the seed's V5 figures beside it.
 pub fn render(report: &EvalReport) -> String {
@@ -221,41 +223,34 @@ pub fn render(report: &EvalReport) -> String {
             cell(karl.map(|k| &k.typed), &f)
         );
     }
-    let cost = |s: Option<&StyleScore>, f: &dyn Fn(&StyleScore) -> String| {
-        s.map(f).unwrap_or_else(|| "—".into())
-    };
-    let _ = writeln!(
-        out,
-        "| model calls (errors) | | {} | | | {} |",
-        cost(raw, &|s| format!("{} ({})", s.cost.calls, s.cost.errors)),
-        cost(karl, &|s| format!("{} ({})", s.cost.calls, s.cost.errors))
-    );
-    let _ = writeln!(
-        out,
-        "| prompt tokens per call (mean) | ~900 | {} | | | {} |",
-        cost(raw, &|s| format!("{:.0}", s.cost.prompt_tokens_mean)),
-        cost(karl, &|s| format!("{:.0}", s.cost.prompt_tokens_mean))
-    );
-    let _ = writeln!(
-        out,
-        "| model latency p50 / p95 | | {} | | | {} |",
-        cost(raw, &|s| format!(
-            "{:.1} / {:.1} s",
-            s.cost.latency_p50_ms as f64 / 1000.0,
-            s.cost.latency_p95_ms as f64 / 1000.0
-        )),
-        cost(karl, &|s| format!(
-            "{:.1} / {:.1} s",
-            s.cost.latency_p50_ms as f64 / 1000.0,
-            s.cost.latency_p95_ms as f64 / 1000.0
-        ))
-    );
-    let _ = writeln!(
-        out,
-        "| prompt tokens from the prefix cache | | {} | | | {} |",
-        cost(raw, &|s| format!("{:.0} %", 100.0 * s.cost.cached_share)),
-        cost(karl, &|s| format!("{:.0} %", 100.0 * s.cost.cached_share))
-    );
+    // Cost rows: the same figure of each style's calls, in the two styles' columns.
+    let cost_rows: [(&str, &str, CostCell); 4] = [
+        ("model calls (errors)", "", |c| {
+            format!("{} ({})", c.calls, c.errors)
+        }),
+        ("prompt tokens per call (mean)", "~900", |c| {
+            format!("{:.0}", c.prompt_tokens_mean)
+        }),
+        ("model latency p50 / p95", "", |c| {
+            format!(
+                "{:.1} / {:.1} s",
+                c.latency_p50_ms as f64 / 1000.0,
+                c.latency_p95_ms as f64 / 1000.0
+            )
+        }),
+        ("prompt tokens from the prefix cache", "", |c| {
+            format!("{:.0} %", 100.0 * c.cached_share)
+        }),
+    ];
+    for (name, seed, f) in cost_rows {
+        let cell = |s: Option<&StyleScore>| s.map(|s| f(&s.cost)).unwrap_or_else(|| "—".into());
+        let _ = writeln!(
+            out,
+            "| {name} | {seed} | {} | | | {} |",
+            cell(raw),
+            cell(karl)
+        );
+    }
     if let Some(k) = karl {
         let join = |m: &BTreeMap<String, u32>| {
             m.iter()

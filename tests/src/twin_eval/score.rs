@@ -271,12 +271,7 @@ pub fn unusable(prompt: &str, screen: &str) -> bool {
     let lines: Vec<&str> = t.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     let copied = lines
         .iter()
-        .filter(|l| {
-            screen_lines.contains(*l)
-                || screen_lines
-                    .iter()
-                    .any(|s| l.chars().count() >= 12 && s.contains(*l))
-        })
+        .filter(|l| l.chars().count() >= 12 && screen_lines.iter().any(|s| s.contains(*l)))
         .count();
     copied * 2 > lines.len()
 }
