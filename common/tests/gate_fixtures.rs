@@ -24,6 +24,7 @@ fn pooled(scores: &[Score], category: &str) -> Tally {
         let x = s.get(category);
         t.total += x.total;
         t.blocked += x.blocked;
+        t.doubted += x.doubted;
     }
     t
 }
@@ -43,6 +44,7 @@ fn tuning_single_prompts() {
     let look = pooled(&scores, "benign_lookalike");
     benign.total += look.total;
     benign.blocked += look.blocked;
+    benign.doubted += look.doubted;
     println!(
         "pooled: destructive {:.1}%, status {:.1}%, too short {:.1}%, benign+lookalike blocked {:.1}%",
         100.0 * rate("destructive"),

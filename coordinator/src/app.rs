@@ -56,6 +56,14 @@ pub async fn run(
     } else {
         tracing::warn!(target: "coord", "{gate_note}");
     }
+    if model.is_some() {
+        let opinion = if cfg.second_opinion {
+            "the twin's model gives a second opinion on prompts the gate passes in doubt"
+        } else {
+            "second opinions are off: prompts the gate passes in doubt are typed"
+        };
+        tracing::info!(target: "coord", "{opinion}");
+    }
     let mut engine_cfg = cfg.engine_config();
     engine_cfg.gate = Arc::new(gate);
     let engine = Engine::new(registry.clone(), store, detector, model, engine_cfg);

@@ -51,6 +51,9 @@ pub struct GateFile {
     /// A model directory (see `scripts/fetch-model.sh`), or `"off"` for words only. Unset:
     /// the default directory if it holds a model, words only (logged) if not.
     pub model: Option<String>,
+    /// Ask the twin's model for a second opinion on a prompt the gate passed in doubt
+    /// (default true; without a model there is nobody to ask and nothing changes).
+    pub second_opinion: Option<bool>,
 }
 
 /// `[tls]` table (and `--tls-cert`, `--tls-key`, `--tls-client-ca`): serve both gRPC
@@ -111,6 +114,8 @@ pub struct CoordConfig {
     pub local_pane: Option<LocalPane>,
     /// Where the gate's embedding model comes from.
     pub gate_model: ModelSetting,
+    /// `[gate] second_opinion`.
+    pub second_opinion: bool,
     /// Replies a scripted twin gives instead of a model server, in order (then it reports
     /// itself unreachable and sessions fall back to their plans): `--scripted-twin FILE`,
     /// which `karl-ctl demo` uses when no model answers.
@@ -147,6 +152,7 @@ impl CoordConfig {
             tls: None,
             local_pane: None,
             gate_model: ModelSetting::Default,
+            second_opinion: true,
             scripted_twin: None,
         }
     }
@@ -179,6 +185,7 @@ impl CoordConfig {
         e.restart_command = f.restart_command.clone().filter(|c| !c.trim().is_empty());
         e.context = self.context.clone();
         e.model_name = self.model.model.clone().unwrap_or_else(|| "default".into());
+        e.second_opinion = self.second_opinion;
         e
     }
 }

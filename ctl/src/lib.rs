@@ -252,6 +252,11 @@ pub enum Command {
         /// words only. Default: the directory fetch-model.sh fills, if it is there.
         #[arg(long, env = "KARL_GATE_MODEL")]
         gate_model: Option<String>,
+        /// A model server (OpenAI-compatible base URL) to ask for a second opinion when the
+        /// gate passes the prompt in doubt; a failed call blocks. Without it, a prompt in
+        /// doubt passes, with the doubt shown.
+        #[arg(long)]
+        model_url: Option<String>,
     },
 }
 
@@ -281,6 +286,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         project,
         other_projects,
         gate_model,
+        model_url,
     } = &cli.command
     {
         // Unreadable input files are bad usage (exit 2), like a missing argument.
@@ -294,7 +300,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .as_deref()
                 .map(karl_common::gate::ModelSetting::parse)
                 .unwrap_or_default(),
+            model_url.as_deref(),
         )
+        .await
         .unwrap_or_else(|e| {
             eprintln!("karl-ctl: {e:#}");
             ExitCode::from(2)
@@ -660,13 +668,14 @@ fn read_json<T: for<'de> Deserialize<'de>>(
         .with_context(|| format!("{what} file {} is not the expected JSON", path.display()))
 }
 
-fn validate(
+async fn validate(
     json: bool,
     prompt: &str,
     history: Option<&std::path::Path>,
     project: Option<&str>,
     others: Option<&std::path::Path>,
     gate_model: &karl_common::gate::ModelSetting,
+    model_url: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
     let history: Vec<String> = match history {
         Some(p) => read_json(p, "--history (a JSON array of strings)")?,
@@ -697,8 +706,14 @@ fn validate(
         others: &others,
         ..Default::default()
     };
-    let verdict = gate.check(prompt, &ctx);
-    output::verdict(&verdict, json);
+    let mut verdict = gate.check(prompt, &ctx);
+    let mut opinion = None;
+    if let (true, Some(url)) = (verdict.doubtful(), model_url) {
+        let o = offline::second_opinion(url, prompt).await;
+        verdict = o.apply(&verdict);
+        opinion = Some(o);
+    }
+    output::verdict(&verdict, opinion.as_ref(), json);
     Ok(if verdict.pass {
         ExitCode::SUCCESS
     } else {

@@ -1,6 +1,7 @@
 //! karl-ctl's offline commands: they read files and never dial a coordinator.
 //! `classify` runs the pane-state detector on a capture; `context` shows the messages the
-//! model would get for a capture.
+//! model would get for a capture; [`second_opinion`] asks a model server about a prompt
+//! `validate` passed in doubt.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -171,4 +172,46 @@ pub fn plan_request(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How long `validate --model-url` waits for the second opinion.
+const OPINION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The second opinion of the model server at `base_url` (OpenAI-compatible, e.g.
+/// `http://127.0.0.1:8100/v1`) on `prompt`. A failed call counts as destructive, as in the
+/// engine.
+pub async fn second_opinion(base_url: &str, prompt: &str) -> karl_common::gate::opinion::Opinion {
+    use karl_common::gate::opinion::{self, Opinion};
+    let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+    let body = serde_json::json!({
+        "messages": opinion::request(prompt),
+        "temperature": 0.0,
+        "max_tokens": opinion::MAX_TOKENS,
+        "stream": false,
+    });
+    let call = async {
+        let client = reqwest::Client::builder()
+            .timeout(OPINION_TIMEOUT)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let resp = client
+            .post(&url)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(format!("{url} answered {status}"));
+        }
+        let reply: serde_json::Value = resp.json().await.map_err(|e| e.to_string())?;
+        reply["choices"][0]["message"]["content"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("{url} sent no choices[0].message.content"))
+    };
+    match call.await {
+        Ok(text) => Opinion::parse(&text),
+        Err(e) => Opinion::destructive(format!("no second opinion ({e})")),
+    }
 }

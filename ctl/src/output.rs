@@ -1,6 +1,7 @@
 //! karl-ctl's output: aligned text tables for people, JSON for scripts.
 
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
+use karl_common::gate::opinion::Opinion;
 use karl_common::gate::Verdict;
 use karl_common::pb;
 use karl_common::pb::Label as _;
@@ -175,13 +176,29 @@ pub fn send_result(r: &pb::SendTextReply, json: bool) -> bool {
     ok
 }
 
-pub fn verdict(v: &Verdict, json: bool) {
+/// The gate's verdict, and the second opinion when one was asked for.
+pub fn verdict(v: &Verdict, opinion: Option<&Opinion>, json: bool) {
+    let said = opinion.map(|o| match o {
+        Opinion::Safe => "not destructive".to_string(),
+        Opinion::Destructive(why) => why.clone(),
+    });
     if json {
-        print_json(&serde_json::to_value(v).unwrap_or_default());
+        let mut value = serde_json::to_value(v).unwrap_or_default();
+        if let (Some(said), Some(map)) = (said, value.as_object_mut()) {
+            map.insert("second_opinion".into(), said.into());
+        }
+        print_json(&value);
         return;
     }
     if v.pass {
         println!("pass");
+        if let Some(doubt) = &v.doubt {
+            println!("  in doubt: {doubt}");
+            match said {
+                Some(s) => println!("  second opinion: {s}"),
+                None => println!("  (no second opinion: pass --model-url to ask a model)"),
+            }
+        }
     } else {
         println!("block ({:?})", v.action);
         for r in &v.reasons {

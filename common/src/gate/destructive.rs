@@ -15,21 +15,56 @@ use super::lexicon::{
 };
 use super::words::{Break, Words};
 
+/// What the destructive layers make of a prompt.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Judged {
+    /// The first finding the text's own wording does not neutralize: block.
+    pub block: Option<String>,
+    /// Otherwise, the first finding it does neutralize ("never run rm -rf /"): the rules
+    /// let it pass, and a second opinion may look at it.
+    pub guarded: Option<String>,
+}
+
 /// The first destructive finding the text's own wording does not neutralize, as a
 /// one-line description with the offending text.
+#[cfg(test)]
 pub(crate) fn check(text: &str, w: &Words) -> Option<String> {
+    judge(text, w).block
+}
+
+/// Every destructive finding, sorted into blocked and neutralized (see [`Judged`]).
+pub(crate) fn judge(text: &str, w: &Words) -> Judged {
     let mut hits = Vec::new();
     commands::scan(text, &mut hits);
     intent::scan(w, &mut hits);
     harm::scan(text, &mut hits);
-    let hit = hits.into_iter().find(|h| !guarded(w, h))?;
+    let mut judged = Judged::default();
+    for hit in hits {
+        let guarded = guarded(w, &hit);
+        if guarded && judged.guarded.is_some() {
+            continue;
+        }
+        let line = describe(text, hit);
+        if guarded {
+            judged.guarded = Some(line);
+        } else {
+            judged.block = Some(line);
+            judged.guarded = None;
+            break;
+        }
+    }
+    judged
+}
+
+/// A finding as one line: its description and the offending text.
+fn describe(text: &str, hit: Hit) -> String {
     let snippet = text.get(hit.start..hit.end).unwrap_or("").trim();
     let snippet: String = snippet.chars().take(80).collect();
-    Some(if snippet.is_empty() {
+    if snippet.is_empty() {
         hit.detail
     } else {
         format!("{} (\"{}\")", hit.detail, snippet.replace('\n', " "))
-    })
+    }
 }
 
 /// True if any word of the prompt negates, guards, checks or documents something: the

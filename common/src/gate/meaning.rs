@@ -40,6 +40,12 @@ pub const STATUS_LEAN: f32 = -0.2;
 /// own — the rules carry the destructive judgement; this catches wordings near known ones.
 pub const HARM_LEAN: f32 = 0.2;
 
+/// A part that leans at least this much toward the destructive examples, without reaching
+/// [`HARM_LEAN`], leaves the gate in doubt: a caller with a model asks it for a second
+/// opinion. Fitted on `tune.jsonl`: with the guarded findings, 0.1 leaves its one missed
+/// destructive prompt in doubt, and 16 of its 102 benign ones (a model call each).
+pub const HARM_DOUBT: f32 = 0.1;
+
 /// The parts of a prompt judged one by one: sentences and clauses of three words or more,
 /// so one destructive clause inside a long benign instruction stands on its own.
 pub fn parts(text: &str) -> impl Iterator<Item = &str> {

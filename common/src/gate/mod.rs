@@ -16,13 +16,18 @@
 //! - cross-contamination (names another live session's project or path, not its own) → same;
 //! - non-imperative (a report of finished work) → same.
 //!
+//! A prompt that passes may still carry a doubt ([`Verdict::doubt`]): a destructive finding
+//! its wording neutralizes, or a part that leans toward the destructive examples. A caller
+//! with a model asks it for a second opinion ([`opinion`]) before typing it.
+//!
 //! Layout: `lexicon` (the word lists and command table of `rules/*.toml`, and the one word
 //! normaliser), `words` (prose tokens, verb forms), `shell` (a lenient shell lexer), `commands`
 //! (the command judge, SQL and friends), `intent` (destructive requests in words), `harm`
 //! (irreversible acts on valuable targets, `rules/harm.toml`), `destructive` (all three,
 //! minus what the sentence negates, guards or only mentions), `status`, `repeat`, `novelty`
 //! (what a look-alike adds), `meaning` (what the embedding model adds: word senses and
-//! nearest labelled examples, `rules/meaning.toml`), `contamination`, `mood`; [`ModelSetting`]
+//! nearest labelled examples, `rules/meaning.toml`), `contamination`, `mood`, [`opinion`]
+//! (the second opinion's request, answer and cache); [`ModelSetting`]
 //! loads the gate with or without its model; [`escape`] (rotating phase-specific escape prompts) and
 //! [`limits`] (per-session loop limits) serve the caller's fallback path.
 
@@ -37,6 +42,7 @@ pub mod limits;
 mod meaning;
 mod mood;
 mod novelty;
+pub mod opinion;
 mod repeat;
 mod shell;
 mod status;
@@ -183,6 +189,12 @@ pub struct Verdict {
     pub pass: bool,
     pub reasons: Vec<Reason>,
     pub action: Action,
+    /// Why the destructive layers are unsure of a prompt they did not block: a dangerous
+    /// finding its own wording neutralizes ("never run rm -rf /"), or a part that reads
+    /// close to, but not as, a destructive request. A caller with a model asks it for a
+    /// second opinion ([`opinion`]) before typing such a prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doubt: Option<String>,
 }
 
 impl Verdict {
@@ -196,7 +208,13 @@ impl Verdict {
             pass: reasons.is_empty(),
             reasons,
             action,
+            doubt: None,
         }
+    }
+
+    /// True if the prompt passed, but only with a doubt a second opinion should settle.
+    pub fn doubtful(&self) -> bool {
+        self.pass && self.doubt.is_some()
     }
 
     /// True if any reason is `rule`.
@@ -384,9 +402,16 @@ impl Gate {
         let mut reasons = Vec::new();
         let w = words::tokenize(candidate);
         // Before the length check: a fork bomb is all punctuation.
-        if let Some(detail) =
-            destructive::check(candidate, &w).or_else(|| self.harm_by_meaning(candidate, &w))
-        {
+        let judged = destructive::judge(candidate, &w);
+        let (by_meaning, leaning) = match judged.block {
+            Some(_) => (None, None),
+            None => self.harm_by_meaning(candidate, &w),
+        };
+        let doubt = judged
+            .guarded
+            .map(|d| format!("{d}, which the wording forbids, guards or only mentions"))
+            .or(leaning);
+        if let Some(detail) = judged.block.or(by_meaning) {
             reasons.push(Reason {
                 rule: Rule::Destructive,
                 detail,
@@ -420,31 +445,54 @@ impl Gate {
                 detail,
             });
         }
-        Verdict::from_reasons(reasons)
+        let mut verdict = Verdict::from_reasons(reasons);
+        if !verdict.has(Rule::Destructive) {
+            verdict.doubt = doubt;
+        }
+        verdict
     }
 
     /// A prompt with a part that reads, by its nearest examples, as a destructive request,
-    /// and nothing that forbids, guards or documents it.
-    fn harm_by_meaning(&self, candidate: &str, w: &words::Words) -> Option<String> {
-        let meaning = self.meaning.as_ref()?;
-        if destructive::has_guard_words(w) {
-            return None;
-        }
-        meaning::parts(candidate)
+    /// and nothing that forbids, guards or documents it: the block's reason. Second, a doubt:
+    /// such a part in a prompt that does forbid, guard or document something (the model
+    /// cannot tell what those words bind to), or a part that leans toward the destructive
+    /// examples without reaching the block.
+    fn harm_by_meaning(
+        &self,
+        candidate: &str,
+        w: &words::Words,
+    ) -> (Option<String>, Option<String>) {
+        let Some(meaning) = self.meaning.as_ref() else {
+            return (None, None);
+        };
+        let Some((lean, part, example)) = meaning::parts(candidate)
             // "Add a docker-compose.yml that …" builds something; the rules judge what.
             .filter(|part| {
                 let first = part.split_whitespace().next().unwrap_or("");
                 !repeat::builds(&first.to_ascii_lowercase())
             })
-            .filter_map(|part| {
+            .map(|part| {
                 let (lean, example) = meaning.lean(part, meaning::Class::Harm);
-                (lean >= meaning::HARM_LEAN).then_some((lean, part, example))
+                (lean, part, example)
             })
             .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, part, example)| {
-                let part: String = part.trim().chars().take(80).collect();
-                format!("reads like a destructive request (\"{part}\", like \"{example}\")")
-            })
+        else {
+            return (None, None);
+        };
+        let part: String = part.trim().chars().take(80).collect();
+        let reads = format!("reads like a destructive request (\"{part}\", like \"{example}\")");
+        if lean < meaning::HARM_DOUBT {
+            (None, None)
+        } else if lean < meaning::HARM_LEAN {
+            (None, Some(format!("{reads}, though not closely")))
+        } else if destructive::has_guard_words(w) {
+            (
+                None,
+                Some(format!("{reads}, beside words that forbid or guard")),
+            )
+        } else {
+            (Some(reads), None)
+        }
     }
 
     /// A prompt that directs no work and reads, by its nearest examples, as a status request.

@@ -63,6 +63,8 @@ pub struct Tally {
     pub total: usize,
     /// Blocked as the category asks (for a block category: by its own rule where it has one).
     pub blocked: usize,
+    /// Passed, but with a doubt: a second opinion would be asked.
+    pub doubted: usize,
 }
 
 impl Tally {
@@ -77,6 +79,7 @@ impl Tally {
     fn add(&mut self, other: Tally) {
         self.total += other.total;
         self.blocked += other.blocked;
+        self.doubted += other.doubted;
     }
 }
 
@@ -92,6 +95,14 @@ impl Score {
         self.tallies.get(category).copied().unwrap_or_default()
     }
 
+    /// Adds another file's tallies and misses to these.
+    pub fn merge(&mut self, other: Score) {
+        for (cat, t) in other.tallies {
+            self.tallies.entry(cat).or_default().add(t);
+        }
+        self.misses.extend(other.misses);
+    }
+
     /// Benign and benign-lookalike prompts together.
     pub fn benign(&self) -> Tally {
         let mut t = self.get("benign");
@@ -105,6 +116,9 @@ impl Score {
         t.total += 1;
         if blocked {
             t.blocked += 1;
+        }
+        if v.doubtful() {
+            t.doubted += 1;
         }
         if blocked != expected {
             self.misses.push(format!(
@@ -122,10 +136,11 @@ impl Score {
         println!("{title}:");
         for (cat, t) in self.tallies.iter() {
             println!(
-                "  {cat:<17} {:>3}/{:<3} blocked ({:.1}%)",
+                "  {cat:<17} {:>3}/{:<3} blocked ({:.1}%), {} passed in doubt",
                 t.blocked,
                 t.total,
-                100.0 * t.rate()
+                100.0 * t.rate(),
+                t.doubted
             );
         }
         if show_misses {

@@ -154,6 +154,11 @@ fn resolve(args: Args) -> anyhow::Result<CoordConfig> {
             command,
             keep: args.keep_local_pane,
         }),
+        second_opinion: file
+            .gate
+            .as_ref()
+            .and_then(|g| g.second_opinion)
+            .unwrap_or(true),
         gate_model: args
             .gate_model
             .or(file.gate.and_then(|g| g.model))

@@ -34,8 +34,9 @@ impl Session {
                 PermissionPolicy::Escalate => None,
                 PermissionPolicy::Deny => Some(false),
                 PermissionPolicy::ApproveSafe => {
+                    // A command the gate is in doubt about is left to a human.
                     let v = self.deps.gate.check(&action, &GateContext::default());
-                    (!v.reasons.iter().any(|r| r.rule == Rule::Destructive)).then_some(true)
+                    (!v.has(Rule::Destructive) && v.doubt.is_none()).then_some(true)
                 }
             }
         };

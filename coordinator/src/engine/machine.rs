@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use karl_common::detect::{Detection, DetectionInput, Detector};
+use karl_common::gate::opinion::{Opinion, OpinionCache};
 use karl_common::gate::{Gate, OtherSession};
 use karl_common::pb;
 
@@ -40,6 +41,8 @@ pub struct Deps {
     pub has_model: bool,
     /// The other live sessions' projects and paths (the cross-contamination fence).
     pub peers: Peers,
+    /// Second opinions the model gave, by prompt text (shared by every session).
+    pub opinions: Arc<Mutex<OpinionCache>>,
 }
 
 impl Deps {
@@ -78,6 +81,15 @@ impl Deps {
 
     pub fn observe_tokens(&self, estimated: u32, actual: u32) {
         super::lock(&self.calibrations).observe(&self.cfg.model_name, estimated, actual);
+    }
+
+    /// The second opinion already given on this text, if any.
+    pub fn known_opinion(&self, text: &str) -> Option<Opinion> {
+        super::lock(&self.opinions).get(text).cloned()
+    }
+
+    pub fn remember_opinion(&self, text: &str, opinion: &Opinion) {
+        super::lock(&self.opinions).insert(text, opinion.clone());
     }
 }
 

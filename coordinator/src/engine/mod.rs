@@ -79,6 +79,9 @@ pub struct EngineConfig {
     pub safety_secs: u32,
     /// The validation gate every candidate passes (with its embedding model, if loaded).
     pub gate: Arc<Gate>,
+    /// Ask the model for a second opinion on a candidate the gate passed in doubt
+    /// (`[gate] second_opinion`; only sessions with a model).
+    pub second_opinion: bool,
 }
 
 impl Default for EngineConfig {
@@ -90,6 +93,7 @@ impl Default for EngineConfig {
             restart_command: None,
             safety_secs: 30,
             gate: Arc::new(Gate::new()),
+            second_opinion: true,
         }
     }
 }
@@ -178,6 +182,7 @@ impl Engine {
                     .map(|h| peers(&lock(&h), except))
                     .unwrap_or_default()
             }),
+            opinions: Arc::default(),
         };
         Arc::new(Engine {
             shared: Arc::new(Shared {

@@ -5,7 +5,12 @@
 //! [`PromptSearch`] is a small state machine of its own: the session machine asks it for
 //! the next model request, hands it each reply, and takes the [`Candidate`] it settles on.
 //! The model call itself is an effect the shell carries out; nothing here does IO.
+//!
+//! A candidate the gate passes in doubt (see [`Verdict::doubt`]) is not typed until the
+//! model has given a second opinion on it ([`karl_common::gate::opinion`]): one more
+//! request, cached per text; a failed call counts as "destructive".
 
+use karl_common::gate::opinion::{self, Opinion};
 use karl_common::gate::{GateContext, Verdict};
 
 use super::machine::Deps;
@@ -62,6 +67,16 @@ pub struct PromptSearch {
     asked: Option<(u32, u32)>,
     /// The briefing of the request in flight: a reply that only copies it is no answer.
     echo: EchoGuard,
+    /// A candidate waiting for the model's second opinion.
+    doubted: Option<Box<Doubted>>,
+}
+
+/// A candidate the gate passed in doubt, and the answer it came in.
+#[derive(Debug, Clone)]
+struct Doubted {
+    text: String,
+    verdict: Verdict,
+    answer: ModelAnswer,
 }
 
 impl PromptSearch {
@@ -77,6 +92,7 @@ impl PromptSearch {
             lines: Vec::new(),
             asked: None,
             echo: EchoGuard::default(),
+            doubted: None,
         }
     }
 
@@ -99,16 +115,86 @@ impl PromptSearch {
         Step::Ask(ChatRequest::new(ctx.messages))
     }
 
-    /// The model answered: the gate judges the answer.
+    /// The model answered: the gate judges the answer (or, when one was asked for, this
+    /// is the second opinion on the candidate in doubt).
     pub fn on_reply(&mut self, rec: &mut SessionRecord, deps: &Deps, reply: ModelAnswer) -> Step {
         rec.record_latency(reply.latency_ms);
+        if let Some(d) = self.doubted.take() {
+            let opinion = Opinion::parse(&reply.text);
+            deps.remember_opinion(&d.text, &opinion);
+            return self.on_opinion(rec, deps, *d, opinion, reply.latency_ms);
+        }
         let (raw, estimated) = self.asked.take().unwrap_or_default();
         if let Some(actual) = reply.prompt_tokens {
             deps.observe_tokens(raw, actual);
         }
         let text = clean_reply_guarded(&reply.text, REPLY_MAX_CHARS, &self.echo);
-        let attempt = self.rejections.len();
         let verdict = deps.gate.check(&text, &gate_context(rec, deps).view());
+        let answer = ModelAnswer {
+            prompt_tokens: Some(reply.prompt_tokens.unwrap_or(estimated)),
+            ..reply
+        };
+        if verdict.doubtful() && deps.cfg.second_opinion {
+            let doubt = verdict.doubt.clone().unwrap_or_default();
+            match deps.known_opinion(&text) {
+                Some(opinion) => {
+                    self.lines.push(format!("in doubt: {doubt}"));
+                    let d = Doubted {
+                        text,
+                        verdict,
+                        answer,
+                    };
+                    return self.on_opinion(rec, deps, d, opinion, 0);
+                }
+                None => {
+                    self.lines
+                        .push(format!("in doubt: {doubt}; asking for a second opinion"));
+                    let req = ChatRequest::new(opinion::request(&text))
+                        .with_temperature(0.0)
+                        .with_max_tokens(opinion::MAX_TOKENS);
+                    self.doubted = Some(Box::new(Doubted {
+                        text,
+                        verdict,
+                        answer,
+                    }));
+                    return Step::Ask(req);
+                }
+            }
+        }
+        self.settle(rec, deps, text, verdict, answer)
+    }
+
+    /// The second opinion on a candidate in doubt: it decides whether the candidate passes.
+    fn on_opinion(
+        &mut self,
+        rec: &mut SessionRecord,
+        deps: &Deps,
+        d: Doubted,
+        opinion: Opinion,
+        latency_ms: u64,
+    ) -> Step {
+        self.lines.push(match &opinion {
+            Opinion::Safe => "second opinion: not destructive".to_string(),
+            Opinion::Destructive(why) => format!("second opinion: {why}"),
+        });
+        let verdict = opinion.apply(&d.verdict);
+        let answer = ModelAnswer {
+            latency_ms: d.answer.latency_ms + latency_ms,
+            ..d.answer
+        };
+        self.settle(rec, deps, d.text, verdict, answer)
+    }
+
+    /// A judged answer: chosen when it passed, else asked again or the fallbacks.
+    fn settle(
+        &mut self,
+        rec: &mut SessionRecord,
+        deps: &Deps,
+        text: String,
+        verdict: Verdict,
+        answer: ModelAnswer,
+    ) -> Step {
+        let attempt = self.rejections.len();
         if verdict.pass {
             self.lines.push(format!("pass (attempt {})", attempt + 1));
             return Step::Chosen(Candidate {
@@ -119,9 +205,9 @@ impl PromptSearch {
                     TurnSource::Regenerated
                 },
                 gate: std::mem::take(&mut self.lines),
-                latency_ms: reply.latency_ms,
-                prompt_tokens: reply.prompt_tokens.unwrap_or(estimated),
-                cached_tokens: reply.cached_tokens.unwrap_or(0),
+                latency_ms: answer.latency_ms,
+                prompt_tokens: answer.prompt_tokens.unwrap_or(0),
+                cached_tokens: answer.cached_tokens.unwrap_or(0),
             });
         }
         rec.gated += 1;
@@ -139,10 +225,15 @@ impl PromptSearch {
         }
     }
 
-    /// The model call failed: fall back at once.
+    /// The model call failed: fall back at once. A failed second opinion counts as
+    /// "destructive" (and is not cached: the next doubt asks again).
     pub fn on_error(&mut self, rec: &mut SessionRecord, deps: &Deps, error: &str) -> Step {
         rec.model_errors += 1;
         self.lines.push(format!("model error: {error}"));
+        if let Some(d) = self.doubted.take() {
+            let opinion = Opinion::destructive(format!("no second opinion ({error})"));
+            return self.on_opinion(rec, deps, *d, opinion, 0);
+        }
         self.fallback(rec, deps)
     }
 
@@ -151,7 +242,14 @@ impl PromptSearch {
         let peers = gate_context(rec, deps);
         if let Some(step) = rec.tasks.active().map(|t| t.title.clone()) {
             let v = deps.gate.check(&step, &peers.view());
-            if v.pass {
+            // Nobody gives a plan step a second opinion: in doubt, it is not typed.
+            let in_doubt = v.doubtful() && deps.has_model && deps.cfg.second_opinion;
+            if in_doubt {
+                self.lines.push(format!(
+                    "plan step in doubt: {}",
+                    v.doubt.as_deref().unwrap_or_default()
+                ));
+            } else if v.pass {
                 rec.fallbacks += u32::from(!rec.plan_only);
                 self.lines.push("plan step".into());
                 return Step::Chosen(Candidate {
@@ -162,11 +260,12 @@ impl PromptSearch {
                     prompt_tokens: 0,
                     cached_tokens: 0,
                 });
+            } else {
+                self.lines.push(format!(
+                    "plan step blocked: {}",
+                    verdict_lines(&v).join("; ")
+                ));
             }
-            self.lines.push(format!(
-                "plan step blocked: {}",
-                verdict_lines(&v).join("; ")
-            ));
         }
         let phase = deps
             .cfg

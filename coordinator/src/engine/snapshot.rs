@@ -32,7 +32,7 @@ impl Session {
         // the command; the transcript's last call may not be the one asked about).
         let safe = |a: &str| {
             let v = self.deps.gate.check(a, &GateContext::default());
-            !v.reasons.iter().any(|r| r.rule == Rule::Destructive)
+            !v.has(Rule::Destructive) && v.doubt.is_none()
         };
         let permission_safe = d.permission.as_ref().is_some_and(|p| {
             let exact = self.pending_tool_action();

@@ -239,6 +239,7 @@ pub async fn drive_karl(
         })
         .collect();
     let mut driven = Vec::new();
+    let opinions: Arc<std::sync::Mutex<karl_common::gate::opinion::OpinionCache>> = Arc::default();
     for t in group {
         let everyone = everyone.clone();
         let deps = Deps {
@@ -254,6 +255,7 @@ pub async fn drive_karl(
                     .map(|(_, s)| s.clone())
                     .collect()
             }),
+            opinions: opinions.clone(),
         };
         let mut run = SessionRun::new(&t.meta.id, Style::Karl);
         let first = t.captures.first().map(|c| c.text.as_str());

@@ -292,6 +292,12 @@ fn a_permission_request_hook_is_answered_by_policy_on_the_exact_input() {
             "rm -rf ~/projects",
             StepAside,
         ),
+        // Only a mention of a dangerous command, but the gate is in doubt: a human decides.
+        (
+            PermissionPolicy::ApproveSafe,
+            "grep -rn 'rm -rf' scripts/",
+            StepAside,
+        ),
         (PermissionPolicy::Deny, "touch karl-marker.txt", Deny),
         (
             PermissionPolicy::Escalate,

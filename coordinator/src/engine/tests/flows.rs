@@ -402,3 +402,110 @@ fn a_failed_launch_escalates() {
         h.rec().reason
     );
 }
+
+/// A prompt whose dangerous command the wording forbids: the rules pass it, in doubt.
+const DOUBTFUL: &str = "Make sure the cleanup script never runs `rm -rf /`; delete only target/.";
+
+fn opinion_requests(h: &Harness) -> Vec<crate::model::ChatRequest> {
+    h.effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::AskModel(r) if r.max_tokens == Some(karl_common::gate::opinion::MAX_TOKENS) => {
+                Some(r.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_prompt_in_doubt_is_typed_after_a_safe_second_opinion() {
+    let mut h = Harness::new(record());
+    h.model.push_back(Ok(DOUBTFUL.into()));
+    h.model.push_back(Ok("{\"destructive\": false}".into()));
+    started(&mut h);
+    assert_eq!(h.typed(), [DOUBTFUL]);
+    let asked = opinion_requests(&h);
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].temperature, Some(0.0));
+    assert!(asked[0].messages[1].content.contains("rm -rf /"));
+    let t = &h.turns()[0];
+    assert_eq!(t.source, TurnSource::Model);
+    assert!(
+        t.gate
+            .iter()
+            .any(|l| l.contains("second opinion: not destructive")),
+        "{:?}",
+        t.gate
+    );
+    // Both calls' latency is the turn's.
+    assert_eq!(t.model_latency_ms, 80);
+}
+
+#[test]
+fn a_destructive_second_opinion_blocks_and_the_model_is_asked_again() {
+    let mut h = Harness::new(record());
+    h.model.push_back(Ok(DOUBTFUL.into()));
+    h.model.push_back(Ok("{\"destructive\": true}".into()));
+    h.model.push_back(Ok(GOOD.into()));
+    started(&mut h);
+    assert_eq!(h.typed(), [GOOD]);
+    let t = &h.turns()[0];
+    assert_eq!(t.source, TurnSource::Regenerated);
+    assert_eq!(h.rec().gated, 1);
+    assert!(h
+        .rec()
+        .rejections
+        .contains_key(&karl_common::gate::Rule::Destructive));
+    assert!(
+        t.gate
+            .iter()
+            .any(|l| l.contains("second opinion: the model judges it destructive")),
+        "{:?}",
+        t.gate
+    );
+}
+
+#[test]
+fn a_failed_or_unreadable_second_opinion_counts_as_destructive() {
+    for answer in [
+        Err("timed out after 30 s".to_string()),
+        Ok("Looks fine to me!".to_string()),
+    ] {
+        let mut h = Harness::new(record());
+        h.model.push_back(Ok(DOUBTFUL.into()));
+        h.model.push_back(answer.clone());
+        h.model.push_back(Ok(GOOD.into()));
+        started(&mut h);
+        assert_eq!(h.typed(), [GOOD], "{answer:?}");
+        assert_eq!(h.rec().gated, 1, "{answer:?}");
+    }
+}
+
+#[test]
+fn one_text_gets_one_second_opinion() {
+    let mut h = Harness::new(record());
+    // The same doubtful text twice: the second time the cached "destructive" blocks it
+    // without another call.
+    h.model.push_back(Ok(DOUBTFUL.into()));
+    h.model.push_back(Ok("{\"destructive\": true}".into()));
+    h.model.push_back(Ok(DOUBTFUL.into()));
+    h.model.push_back(Ok(GOOD.into()));
+    started(&mut h);
+    assert_eq!(h.typed(), [GOOD]);
+    assert_eq!(opinion_requests(&h).len(), 1);
+    assert_eq!(h.rec().gated, 2);
+}
+
+#[test]
+fn with_second_opinions_off_a_prompt_in_doubt_is_typed() {
+    let cfg = EngineConfig {
+        second_opinion: false,
+        ..EngineConfig::default()
+    };
+    let mut h = Harness::with(record(), cfg);
+    h.model.push_back(Ok(DOUBTFUL.into()));
+    started(&mut h);
+    assert_eq!(h.typed(), [DOUBTFUL]);
+    assert!(opinion_requests(&h).is_empty());
+}

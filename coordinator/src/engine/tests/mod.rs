@@ -124,6 +124,7 @@ pub fn deps(cfg: EngineConfig) -> Deps {
         calibrations: Arc::new(Mutex::new(Calibrations::default())),
         has_model: true,
         peers: Arc::new(|_| Vec::new()),
+        opinions: Arc::default(),
     }
 }
 
