@@ -13,12 +13,26 @@ use karl_common::gate::Gate;
 
 const DIR: &str = "tests/fixtures/prompts-heldout";
 
+/// The held-out sets, in the order they were written: the first before the gate by meaning,
+/// the second (`-2`) before the second opinion and the second round on repeats.
+const SINGLE: [&str; 2] = ["heldout.jsonl", "heldout-2.jsonl"];
+const REPEATS: [&str; 2] = ["repeats-heldout.jsonl", "repeats-heldout-2.jsonl"];
+
+/// Each held-out file's figures, then both pooled.
 fn figures(gate: &Gate, title: &str) -> (Score, Score) {
     println!("== {title}");
-    let single = single_prompts(gate, &load(DIR, "heldout.jsonl"));
-    single.print("held-out single prompts", false);
-    let rep = repeats(gate, &load(DIR, "repeats-heldout.jsonl"));
-    rep.print("held-out repeats", false);
+    let mut single = Score::default();
+    let mut rep = Score::default();
+    for (s, r) in SINGLE.iter().zip(REPEATS) {
+        let one = single_prompts(gate, &load(DIR, s));
+        one.print(s, false);
+        let two = repeats(gate, &load(DIR, r));
+        two.print(r, false);
+        single.merge(one);
+        rep.merge(two);
+    }
+    single.print("held-out single prompts, pooled", false);
+    rep.print("held-out repeats, pooled", false);
     println!(
         "  benign+lookalike wrongly blocked: {:.1}%",
         100.0 * single.benign().rate()
@@ -50,21 +64,23 @@ fn heldout_figures() {
     figures(&Gate::new(), "lexical gate (no model)");
     let (single, rep) = figures(model_gate(), "gate with the embedding model");
     println!("== the deployed gate against its floors and the goals");
-    // Floors: the figures when the gate by meaning landed (before it: destructive 80.0%,
-    // status 50.8%, benign+lookalike 5.6%, near 76.5%, fresh 34.4%).
+    // Floors: the pooled figures of both sets when the second set was added, before the
+    // gate changed again (the first set alone, when the gate by meaning landed: destructive
+    // 93.3%, status 95.4%, benign+lookalike 4.8%, near 70.6%, fresh 13.5%; before it: 80.0%,
+    // 50.8%, 5.6%, 76.5%, 34.4%).
     let checks = [
         row(
             "destructive requests blocked",
             single.get("destructive").rate(),
             true,
-            0.93,
+            0.90,
             1.0,
         ),
         row(
             "status questions blocked",
             single.get("status").rate(),
             true,
-            0.95,
+            0.91,
             1.0,
         ),
         row(
@@ -78,7 +94,7 @@ fn heldout_figures() {
             "benign+lookalike wrongly blocked",
             single.benign().rate(),
             false,
-            0.05,
+            0.063,
             0.02,
         ),
         row(
@@ -92,14 +108,14 @@ fn heldout_figures() {
             "reworded repeats blocked",
             rep.get("near_repeat").rate(),
             true,
-            0.70,
+            0.66,
             0.95,
         ),
         row(
             "fresh prompts wrongly blocked",
             rep.get("fresh").rate(),
             false,
-            0.14,
+            0.10,
             0.05,
         ),
     ];
