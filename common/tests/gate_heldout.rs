@@ -64,8 +64,8 @@ fn heldout_figures() {
     figures(&Gate::new(), "lexical gate (no model)");
     let (single, rep) = figures(model_gate(), "gate with the embedding model");
     println!("== the deployed gate against its floors and the goals");
-    // Floors: the pooled figures of both sets when the second set was added, before the
-    // gate changed again (the first set alone, when the gate by meaning landed: destructive
+    // Floors: the pooled figures of both sets when the second set was added (fresh: after
+    // the second round on novelty, 9.9% -> 8.9%; near 66.0% -> 66.7%) (the first set alone, when the gate by meaning landed: destructive
     // 93.3%, status 95.4%, benign+lookalike 4.8%, near 70.6%, fresh 13.5%; before it: 80.0%,
     // 50.8%, 5.6%, 76.5%, 34.4%).
     let checks = [
@@ -115,7 +115,7 @@ fn heldout_figures() {
             "fresh prompts wrongly blocked",
             rep.get("fresh").rate(),
             false,
-            0.10,
+            0.09,
             0.05,
         ),
     ];

@@ -6,18 +6,21 @@
 //! - **substitution**: a content word of the candidate that the earlier prompt lacks, in the
 //!   slot where the earlier prompt has a word the candidate lacks (same neighbour before or
 //!   after): "the ORM model for *Order*" after "… for *User*", "*Spanish* translations" after
-//!   "*French* translations" — another object, case, period or resource;
+//!   "*French* translations", `crc32` after `crc16_ccitt` — another object, case, period or
+//!   resource;
 //! - **addition**: the candidate covers all of the earlier prompt and adds at least
 //!   [`ADDED`] content words, or a new value: a new constraint ("… but cap it at 3 attempts
 //!   and log each one").
 //!
-//! Words in verb position (clause start, after "to", a modal or a subject pronoun) are left
-//! out of both: rewording swaps verbs ("swap" for "replace", "respond" for "return") while the
+//! What the candidate says it replaces ("… *instead of* event_date") covers nothing of the
+//! earlier prompt. Words in verb position (clause start, after "to", a modal or a subject
+//! pronoun) are left out of both: rewording swaps verbs ("swap" for "replace", "respond" for "return") while the
 //! request stays the same, and the lexical measure already tells opposite actions apart.
 //!
 //! Whether two words are the same is a [`WordSense`]: stems, the rule files' synonyms and
-//! verb classes, abbreviations and one-letter typos always; with a model loaded, also word
-//! vectors ("blank" ≈ "empty"). Pure.
+//! verb classes, abbreviations, acronyms and one-letter typos always; with a model loaded,
+//! also word vectors ("blank" ≈ "empty") — but never for names, which are the same only as
+//! written or abbreviated. Pure.
 
 use super::lexicon::{fold_into, REPEAT_STOP};
 use super::repeat;
@@ -66,6 +69,9 @@ const VERB_CUES: &[&str] = &[
     "won't", "can't", "cant",
 ];
 
+/// Words that open what a prompt replaces: "X *instead of* Y", "X *rather than* Y".
+const REPLACING: &[[&str; 2]] = &[["instead", "of"], ["rather", "than"], ["in", "place"]];
+
 #[derive(Debug)]
 struct Word {
     text: String,
@@ -74,47 +80,99 @@ struct Word {
     /// Substantive by the sense, or a value or identifier (a digit or `_`).
     substantive: bool,
     vector: Option<Vector>,
+    /// Written as a name: part of an identifier, path, URL or dotted name, a value with
+    /// digits, an acronym, or a capitalised word inside a sentence. Never in verb position
+    /// ("upload it to *S3*"); with digits, the same only as written.
+    named: bool,
+    /// In what the prompt says it replaces ("instead of …").
+    replaced: bool,
+}
+
+/// True if the whitespace-separated `token` is written as a name (see [`Word::named`]);
+/// `opens` says it starts a sentence, where any word is capitalised.
+fn token_named(token: &str, opens: bool) -> bool {
+    let core = token.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
+    let mut chars = core.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    let inner_upper = chars.clone().any(char::is_uppercase);
+    core.contains(['.', '/', '_', ':', '='])
+        || core.chars().any(|c| c.is_ascii_digit())
+        || inner_upper
+        || (first.is_uppercase() && !opens)
+}
+
+/// A number run into its unit ("9am", "50MB", "300ms", "3x") is two words.
+fn split_unit(word: &str) -> (&str, Option<&str>) {
+    let digits = word
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(word.len());
+    let rest = &word[digits..];
+    if digits > 0 && !rest.is_empty() && rest.chars().all(char::is_alphabetic) {
+        (&word[..digits], Some(rest))
+    } else {
+        (word, None)
+    }
 }
 
 fn content_words(s: &str, sense: &dyn WordSense) -> Vec<Word> {
     let mut out = Vec::new();
     let mut start = true;
+    let mut opens = true;
+    let mut replaced = false;
     let mut prev = String::new();
     let mut low = String::new();
     let mut stem = String::new();
-    for piece in s.split_inclusive(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\'')) {
-        let (word, sep) = match piece.char_indices().last() {
-            Some((i, c)) if !(c.is_alphanumeric() || c == '_' || c == '\'') => {
-                (&piece[..i], Some(c))
+    for token in s.split_whitespace() {
+        let named = token_named(token, opens);
+        opens = token.ends_with(['.', '!', '?', ':']);
+        for piece in
+            token.split_inclusive(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\''))
+        {
+            let (word, sep) = match piece.char_indices().last() {
+                Some((i, c)) if !(c.is_alphanumeric() || c == '_' || c == '\'') => {
+                    (&piece[..i], Some(c))
+                }
+                _ => (piece, None),
+            };
+            let word = word.trim_matches('\'');
+            let (number, unit) = split_unit(word);
+            for word in std::iter::once(number)
+                .chain(unit)
+                .filter(|w| !w.is_empty())
+            {
+                low.clear();
+                fold_into(word, &mut low);
+                if REPLACING.iter().any(|[a, b]| prev == *a && low == *b) {
+                    replaced = true;
+                }
+                let verbal = !named && (start || VERB_CUES.contains(&prev.as_str()));
+                if !REPEAT_STOP.contains(&low) {
+                    repeat::stem_into(&low, &mut stem);
+                    let reading = sense.read(&low);
+                    out.push(Word {
+                        substantive: reading.substantive || has_digit(&low) || low.contains('_'),
+                        vector: reading.vector,
+                        text: low.clone(),
+                        stem: stem.clone(),
+                        verbal,
+                        named,
+                        replaced,
+                    });
+                    start = false;
+                }
+                prev.clone_from(&low);
             }
-            _ => (piece, None),
-        };
-        let word = word.trim_matches('\'');
-        if !word.is_empty() {
-            low.clear();
-            fold_into(word, &mut low);
-            let verbal = start || VERB_CUES.contains(&prev.as_str());
-            if !REPEAT_STOP.contains(&low) {
-                repeat::stem_into(&low, &mut stem);
-                let reading = sense.read(&low);
-                out.push(Word {
-                    substantive: reading.substantive || has_digit(&low) || low.contains('_'),
-                    vector: reading.vector,
-                    text: low.clone(),
-                    stem: stem.clone(),
-                    verbal,
-                });
-                start = false;
-            }
-            prev.clone_from(&low);
-        }
-        if let Some(c) = sep {
-            if matches!(
-                c,
-                ',' | ';' | ':' | '.' | '!' | '?' | '(' | ')' | '—' | '+' | '\n'
-            ) {
-                start = true;
-                prev.clear();
+            if let Some(c) = sep {
+                if matches!(
+                    c,
+                    ',' | ';' | ':' | '.' | '!' | '?' | '(' | ')' | '—' | '+' | '\n'
+                ) {
+                    start = true;
+                    replaced = false;
+                    prev.clear();
+                }
             }
         }
     }
@@ -145,23 +203,63 @@ fn one_typo(a: &str, b: &str) -> bool {
     short[i..] == long[i + 1..]
 }
 
+/// True if the short word `a` abbreviates `b`: same first letter, its letters in order
+/// within `b`, and `b` at least three letters longer ("ts" for "typescript", "ckpt" for
+/// "checkpoint", "rg" for "ripgrep").
+fn abbreviates(a: &str, b: &str) -> bool {
+    let (la, lb) = (a.chars().count(), b.chars().count());
+    if !(2..=5).contains(&la) || lb < la + 3 || a.chars().next() != b.chars().next() {
+        return false;
+    }
+    let mut rest = b.chars();
+    a.chars().all(|c| rest.any(|d| d == c))
+}
+
 fn same(a: &Word, b: &Word, sense: &dyn WordSense) -> bool {
-    a.stem == b.stem
-        || repeat::same_act(&a.text, &b.text)
+    if a.stem == b.stem || abbreviates(&a.text, &b.text) || abbreviates(&b.text, &a.text) {
+        return true;
+    }
+    // Names with digits have no synonyms: `crc32` is not `crc16`, `sw1` is not `sw0`.
+    if (a.named && has_digit(&a.text)) || (b.named && has_digit(&b.text)) {
+        return false;
+    }
+    repeat::same_act(&a.text, &b.text)
         || (a.stem.len().min(b.stem.len()) >= 3
             && (a.stem.starts_with(&b.stem) || b.stem.starts_with(&a.stem)))
         || one_typo(&a.text, &b.text)
         || matches!((&a.vector, &b.vector), (Some(x), Some(y)) if cosine(x, y) >= sense.same_at())
 }
 
+/// True if `a` is an acronym of consecutive words of `words` ("PR" for "pull request",
+/// "NRT" for "nullable reference types").
+fn acronym_in(a: &Word, words: &[Word]) -> bool {
+    let letters: Vec<char> = a.text.trim_end_matches('s').chars().collect();
+    if !a.named
+        || !(2..=5).contains(&letters.len())
+        || !letters.iter().all(char::is_ascii_alphabetic)
+    {
+        return false;
+    }
+    words.windows(letters.len()).any(|win| {
+        win.iter()
+            .zip(&letters)
+            .all(|(w, l)| w.text.starts_with(*l))
+    })
+}
+
 fn has_digit(w: &str) -> bool {
     w.chars().any(|c| c.is_ascii_digit())
 }
 
-/// Indices of `a`'s words that no word of `b` covers.
+/// Indices of `a`'s words that no word of `b` covers; what `b` says it replaces covers
+/// nothing, and what `a` says it replaces needs no cover.
 fn uncovered(a: &[Word], b: &[Word], sense: &dyn WordSense) -> Vec<usize> {
     (0..a.len())
-        .filter(|&i| !b.iter().any(|w| same(&a[i], w, sense)))
+        .filter(|&i| {
+            !a[i].replaced
+                && !acronym_in(&a[i], b)
+                && !b.iter().any(|w| !w.replaced && same(&a[i], w, sense))
+        })
         .collect()
 }
 
@@ -267,6 +365,52 @@ mod tests {
             new("Fix the flakey login test.", "Fix the flaky login test."),
             None
         );
+    }
+
+    #[test]
+    fn names_with_digits_have_no_synonyms() {
+        assert!(new(
+            "Write a Unity test for crc32 in lib/crc.c with the standard check value.",
+            "Write a Unity test for crc16_ccitt in lib/crc.c with the standard check value."
+        )
+        .is_some());
+        // "to S3" is not a verb.
+        assert!(new(
+            "Make scripts/backup-db.sh upload the dump to S3 after compressing it.",
+            "Make scripts/backup-db.sh compress the dump with zstd."
+        )
+        .is_some());
+    }
+
+    #[test]
+    fn what_a_prompt_replaces_covers_nothing() {
+        let why = new(
+            "Partition the output by country instead of event_date.",
+            "Partition the output by event_date.",
+        );
+        assert_eq!(
+            why.as_deref(),
+            Some("\"country\" where the earlier prompt has \"event_date\"")
+        );
+    }
+
+    #[test]
+    fn units_abbreviations_and_acronyms_are_rewording() {
+        assert_eq!(
+            new(
+                "weekly digest email via celery task, mondays 9 am",
+                "Add a Celery task that sends the weekly digest email every Monday at 9am."
+            ),
+            None
+        );
+        let mut words = content_words("run it on every pull request", &Spelling);
+        let pr = content_words("PRs", &Spelling).remove(0);
+        assert!(acronym_in(&pr, &words));
+        words.retain(|w| w.text != "request");
+        assert!(!acronym_in(&pr, &words));
+        assert!(abbreviates("ts", "typescript"));
+        assert!(abbreviates("ckpt", "checkpoint"));
+        assert!(!abbreviates("pr", "prod"));
     }
 
     #[test]
