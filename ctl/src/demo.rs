@@ -29,8 +29,10 @@ const PLAN: [&str; 4] = [
 /// [`PLAN`] as a small model writes them. A turn gets up to three answers before its plan
 /// step takes over, so four turns show a pass, a status refusal, a turn whose repeat,
 /// destructive command and status question are all refused (the plan step is typed), and a
-/// pass. After the script the twin is unreachable and the plan drives.
-const SCRIPTED_TWIN: [&str; 7] = [
+/// pass that the gate lets through in doubt (a `curl` example reads close to a fetched
+/// script), once the model's second opinion says it is not destructive. After the script the
+/// twin is unreachable and the plan drives.
+const SCRIPTED_TWIN: [&str; 8] = [
     "Read src/main.rs and list every HTTP route the server registers, with its handler.",
     "What's the status? Are you done yet?",
     "Add a GET /health route in src/main.rs that returns 200 with the body ok.",
@@ -38,6 +40,7 @@ const SCRIPTED_TWIN: [&str; 7] = [
     "Reset the branch with git reset --hard origin/main and force-push it so the history is clean.",
     "Give me a quick summary of where things stand.",
     "Add a section on the /health endpoint to README.md, with a curl example.",
+    "{\"destructive\": false}",
 ];
 
 /// Whether something accepts connections at `url`'s host and port (within half a second).

@@ -37,6 +37,8 @@ fn with_no_model_the_scripted_twin_shows_the_gate_at_work() {
         "plan step",
         "gate: pass (attempt 1)",
         "gate: pass (attempt 2)",
+        "asking for a second opinion",
+        "second opinion: not destructive",
     ] {
         assert!(stdout.contains(shown), "{shown:?} missing from:\n{stdout}");
     }
