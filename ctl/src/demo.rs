@@ -120,11 +120,35 @@ fn coord_config(dir: &Path, port: u16, socket: &str) -> String {
     )
 }
 
+/// A new directory under `base` for this run's logs and data. One left by an earlier run
+/// with the same process id is never reused: its stand-in log would be counted again and its
+/// sled data would resume that run's session.
+fn fresh_dir(base: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
+    let pid = std::process::id();
+    for n in 0..1000u32 {
+        let name = match n {
+            0 => format!("karl-demo-{pid}"),
+            n => format!("karl-demo-{pid}-{n}"),
+        };
+        let dir = base.join(name);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot create {}", dir.display()));
+            }
+        }
+    }
+    anyhow::bail!(
+        "cannot find a new karl-demo-{pid}-N directory in {}: remove old karl-demo-* directories there",
+        base.display()
+    )
+}
+
 pub async fn run(turns: u32, keep: bool, model_url: &str, json: bool) -> anyhow::Result<ExitCode> {
     let standin = sibling("karl-standin")?;
     let coord_bin = sibling("karl-coord")?;
-    let dir = std::env::temp_dir().join(format!("karl-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let dir = fresh_dir(&std::env::temp_dir())?;
     let log = dir.join("standin.log");
     let socket = format!("karl-demo-{}", std::process::id());
     let port = free_port()?;
@@ -318,4 +342,20 @@ async fn drive(addr: &str, turns: u32, json: bool) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_directory_left_by_an_earlier_run_is_never_reused() {
+        let base = tempfile::tempdir().unwrap();
+        let first = fresh_dir(base.path()).unwrap();
+        std::fs::write(first.join("standin.log"), "old run\n").unwrap();
+        let second = fresh_dir(base.path()).unwrap();
+        assert_ne!(first, second);
+        assert!(std::fs::read_dir(&second).unwrap().next().is_none());
+    }
 }
