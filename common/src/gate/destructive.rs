@@ -38,22 +38,20 @@ pub(crate) fn judge(text: &str, w: &Words) -> Judged {
     commands::scan(text, &mut hits);
     intent::scan(w, &mut hits);
     harm::scan(text, &mut hits);
-    let mut judged = Judged::default();
+    let mut first_guarded = None;
     for hit in hits {
-        let guarded = guarded(w, &hit);
-        if guarded && judged.guarded.is_some() {
-            continue;
+        if !guarded(w, &hit) {
+            return Judged {
+                block: Some(describe(text, hit)),
+                guarded: None,
+            };
         }
-        let line = describe(text, hit);
-        if guarded {
-            judged.guarded = Some(line);
-        } else {
-            judged.block = Some(line);
-            judged.guarded = None;
-            break;
-        }
+        first_guarded.get_or_insert(hit);
     }
-    judged
+    Judged {
+        block: None,
+        guarded: first_guarded.map(|h| describe(text, h)),
+    }
 }
 
 /// A finding as one line: its description and the offending text.

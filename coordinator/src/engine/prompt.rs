@@ -134,34 +134,26 @@ impl PromptSearch {
             prompt_tokens: Some(reply.prompt_tokens.unwrap_or(estimated)),
             ..reply
         };
-        if verdict.doubtful() && deps.cfg.second_opinion {
-            let doubt = verdict.doubt.clone().unwrap_or_default();
-            match deps.known_opinion(&text) {
-                Some(opinion) => {
-                    self.lines.push(format!("in doubt: {doubt}"));
-                    let d = Doubted {
-                        text,
-                        verdict,
-                        answer,
-                    };
-                    return self.on_opinion(rec, deps, d, opinion, 0);
-                }
-                None => {
-                    self.lines
-                        .push(format!("in doubt: {doubt}; asking for a second opinion"));
-                    let req = ChatRequest::new(opinion::request(&text))
-                        .with_temperature(0.0)
-                        .with_max_tokens(opinion::MAX_TOKENS);
-                    self.doubted = Some(Box::new(Doubted {
-                        text,
-                        verdict,
-                        answer,
-                    }));
-                    return Step::Ask(req);
-                }
-            }
+        if !(verdict.doubtful() && deps.cfg.second_opinion) {
+            return self.settle(rec, deps, text, verdict, answer);
         }
-        self.settle(rec, deps, text, verdict, answer)
+        let doubt = verdict.doubt.clone().unwrap_or_default();
+        let d = Doubted {
+            text,
+            verdict,
+            answer,
+        };
+        if let Some(opinion) = deps.known_opinion(&d.text) {
+            self.lines.push(format!("in doubt: {doubt}"));
+            return self.on_opinion(rec, deps, d, opinion, 0);
+        }
+        self.lines
+            .push(format!("in doubt: {doubt}; asking for a second opinion"));
+        let req = ChatRequest::new(opinion::request(&d.text))
+            .with_temperature(0.0)
+            .with_max_tokens(opinion::MAX_TOKENS);
+        self.doubted = Some(Box::new(d));
+        Step::Ask(req)
     }
 
     /// The second opinion on a candidate in doubt: it decides whether the candidate passes.

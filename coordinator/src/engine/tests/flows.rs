@@ -406,6 +406,15 @@ fn a_failed_launch_escalates() {
 /// A prompt whose dangerous command the wording forbids: the rules pass it, in doubt.
 const DOUBTFUL: &str = "Make sure the cleanup script never runs `rm -rf /`; delete only target/.";
 
+/// The turn's gate lines mention `what`.
+fn assert_gate_says(t: &crate::records::TurnRecord, what: &str) {
+    assert!(
+        t.gate.iter().any(|l| l.contains(what)),
+        "{what:?} not in {:?}",
+        t.gate
+    );
+}
+
 fn opinion_requests(h: &Harness) -> Vec<crate::model::ChatRequest> {
     h.effects
         .iter()
@@ -431,13 +440,7 @@ fn a_prompt_in_doubt_is_typed_after_a_safe_second_opinion() {
     assert!(asked[0].messages[1].content.contains("rm -rf /"));
     let t = &h.turns()[0];
     assert_eq!(t.source, TurnSource::Model);
-    assert!(
-        t.gate
-            .iter()
-            .any(|l| l.contains("second opinion: not destructive")),
-        "{:?}",
-        t.gate
-    );
+    assert_gate_says(t, "second opinion: not destructive");
     // Both calls' latency is the turn's.
     assert_eq!(t.model_latency_ms, 80);
 }
@@ -457,13 +460,7 @@ fn a_destructive_second_opinion_blocks_and_the_model_is_asked_again() {
         .rec()
         .rejections
         .contains_key(&karl_common::gate::Rule::Destructive));
-    assert!(
-        t.gate
-            .iter()
-            .any(|l| l.contains("second opinion: the model judges it destructive")),
-        "{:?}",
-        t.gate
-    );
+    assert_gate_says(t, "second opinion: the model judges it destructive");
 }
 
 #[test]
