@@ -6,6 +6,7 @@
 //! - [`target`]: pane targets as operators write them (`agent-codex:1.1`, `%12`), validated.
 //! - `ansi`: the one terminal-escape reader (on `vte`): stripping, and the SGR state that
 //!   tells dim "ghost" text from typed text.
+//! - [`screen_html`]: a capture with its colours as HTML (the dashboard's screen view).
 //! - [`pane_text`]: capture preprocessing — escape stripping, normalization, stable hash, diff, novelty.
 //! - [`detect`]: the pane-state classifier and its TOML rule manifests.
 //! - [`embed`]: sentence vectors from a static embedding model (loaded from a directory).
@@ -33,6 +34,7 @@ pub mod error;
 pub mod evidence;
 pub mod gate;
 pub mod pane_text;
+pub mod screen_html;
 pub mod target;
 pub mod tls;
 
