@@ -100,6 +100,10 @@ pub struct Registry {
     reports: Mutex<HashMap<String, broadcast::Sender<AgentReport>>>,
     next_request: AtomicU64,
     next_generation: AtomicU64,
+    /// The fleet changed: an agent came or went, or its pane list changed (machine name).
+    fleet: broadcast::Sender<String>,
+    /// Pane snapshots received from all agents (settled, or captured on request).
+    snapshots: AtomicU64,
 }
 
 impl Default for Registry {
@@ -115,6 +119,8 @@ impl Registry {
             reports: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
             next_generation: AtomicU64::new(1),
+            fleet: broadcast::channel(64).0,
+            snapshots: AtomicU64::new(0),
         }
     }
 
@@ -153,6 +159,7 @@ impl Registry {
         agents.insert(handle.machine.clone(), handle.clone());
         drop(agents);
         self.publish(&handle.machine, AgentReport::Connected);
+        self.fleet_changed(&handle.machine);
         Ok(handle)
     }
 
@@ -168,7 +175,31 @@ impl Registry {
         if let Some(h) = removed {
             lock(&h.pending).clear();
             self.publish(machine, AgentReport::Disconnected);
+            self.fleet_changed(machine);
         }
+    }
+
+    /// Every fleet change from now on (machine names), for the dashboard's live feed.
+    pub fn fleet_changes(&self) -> broadcast::Receiver<String> {
+        self.fleet.subscribe()
+    }
+
+    fn fleet_changed(&self, machine: &str) {
+        // No receivers is fine: no dashboard is open.
+        let _ = self.fleet.send(machine.to_string());
+    }
+
+    /// The panes a connected agent last reported.
+    pub fn panes(&self, machine: &str) -> Vec<pb::PaneInfo> {
+        lock(&self.agents)
+            .get(machine)
+            .map(|h| lock(&h.panes).clone())
+            .unwrap_or_default()
+    }
+
+    /// Pane snapshots received from all agents since start (settled or on request).
+    pub fn snapshots_seen(&self) -> u64 {
+        self.snapshots.load(Ordering::Relaxed)
     }
 
     pub fn get(&self, machine: &str) -> Result<Arc<AgentHandle>> {
@@ -227,8 +258,10 @@ impl Registry {
             pb::agent_event::Kind::Heartbeat(_) => {}
             pb::agent_event::Kind::PaneList(list) => {
                 *lock(&agent.panes) = list.panes;
+                self.fleet_changed(&agent.machine);
             }
             pb::agent_event::Kind::Snapshot(snap) => {
+                self.snapshots.fetch_add(1, Ordering::Relaxed);
                 self.publish(&agent.machine, AgentReport::Snapshot(Arc::new(snap)));
             }
             pb::agent_event::Kind::PaneEvent(ev) => {
@@ -241,8 +274,15 @@ impl Registry {
                 self.publish(&agent.machine, AgentReport::Hook(Arc::new(h)));
             }
             pb::agent_event::Kind::Result(result) => {
-                if let Some(pb::command_result::Detail::Panes(list)) = &result.detail {
-                    *lock(&agent.panes) = list.panes.clone();
+                match &result.detail {
+                    Some(pb::command_result::Detail::Panes(list)) => {
+                        *lock(&agent.panes) = list.panes.clone();
+                        self.fleet_changed(&agent.machine);
+                    }
+                    Some(pb::command_result::Detail::Snapshot(_)) => {
+                        self.snapshots.fetch_add(1, Ordering::Relaxed);
+                    }
+                    _ => {}
                 }
                 let waiter = lock(&agent.pending).remove(&result.request_id);
                 match waiter {

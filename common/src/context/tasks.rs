@@ -14,6 +14,17 @@ pub enum TaskStatus {
     Blocked,
 }
 
+impl TaskStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Pending => "pending",
+            TaskStatus::Active => "active",
+            TaskStatus::Done => "done",
+            TaskStatus::Blocked => "blocked",
+        }
+    }
+}
+
 /// One step of the plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Task {

@@ -61,6 +61,7 @@ use crate::context::{
     SessionBrief, TokenEstimator,
 };
 use crate::error::{CoordError, Result};
+use crate::metrics::Metrics;
 use crate::model::ModelClient;
 use crate::records::{AuditEntry, InjectStatus, SessionRecord, Status, TurnRecord};
 use crate::registry::Registry;
@@ -118,6 +119,23 @@ pub struct View {
     pub screen: Option<Arc<pb::PaneSnapshot>>,
 }
 
+/// Something about a session changed: what the dashboard's live view listens for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionEvent {
+    pub id: String,
+    pub change: Change,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Its record was saved (status, counters, tasks, a turn).
+    Record,
+    /// Its pane showed a new settled screen.
+    Screen,
+    /// What `follow` shows: a turn fired or judged, a state change, the end.
+    Event(String),
+}
+
 /// A running session task.
 struct Handle {
     commands: mpsc::Sender<Command>,
@@ -139,6 +157,8 @@ pub(crate) struct Shared {
     model: Option<Arc<dyn ModelClient>>,
     deps: Deps,
     stop: watch::Sender<bool>,
+    events: broadcast::Sender<SessionEvent>,
+    metrics: Arc<Metrics>,
 }
 
 impl Shared {
@@ -149,6 +169,16 @@ impl Shared {
             history_lines: 0,
         };
         self.registry.capture(machine, capture).await
+    }
+
+    /// Tells the live views; nobody listening is fine.
+    fn changed(&self, id: &str, change: Change) {
+        if self.events.receiver_count() > 0 {
+            let _ = self.events.send(SessionEvent {
+                id: id.to_string(),
+                change,
+            });
+        }
     }
 }
 
@@ -191,6 +221,8 @@ impl Engine {
                 model,
                 deps,
                 stop: watch::channel(false).0,
+                events: broadcast::channel(1024).0,
+                metrics: Arc::new(Metrics::new()),
             }),
             handles,
         })
@@ -232,6 +264,43 @@ impl Engine {
     }
 
     // ───────────────────────── operator surface ─────────────────────────
+
+    /// Every session change from now on (the dashboard's live feed). A slow reader
+    /// misses events (`Lagged`) and should re-read what it shows.
+    pub fn events(&self) -> broadcast::Receiver<SessionEvent> {
+        self.shared.events.subscribe()
+    }
+
+    /// The counters the session tasks keep.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.shared.metrics
+    }
+
+    /// The last settled screen of a running session (with its colours).
+    pub fn screen(&self, id: &str) -> Option<Arc<pb::PaneSnapshot>> {
+        lock(&self.handles)
+            .get(id)
+            .and_then(|h| h.view.borrow().screen.clone())
+    }
+
+    /// The phase the session's next turn is in.
+    pub fn phase(&self, rec: &SessionRecord) -> karl_common::gate::Phase {
+        self.shared
+            .deps
+            .cfg
+            .context
+            .phases
+            .phase_at(rec.turns + 1, rec.max_turns)
+    }
+
+    /// Sessions on record by status, and the store's size on disk.
+    pub fn census(&self) -> Result<(Vec<(Status, u64)>, u64)> {
+        let mut by: std::collections::BTreeMap<&'static str, (Status, u64)> = Default::default();
+        for rec in self.list(true)? {
+            by.entry(rec.status.as_str()).or_insert((rec.status, 0)).1 += 1;
+        }
+        Ok((by.into_values().collect(), self.shared.store.size_on_disk()))
+    }
 
     /// Sessions, oldest first: the live ones, or every one on record with `all`.
     pub fn list(&self, all: bool) -> Result<Vec<SessionRecord>> {

@@ -16,8 +16,9 @@ use tokio::sync::{broadcast, mpsc, watch};
 
 use super::machine::{CallError, Command, Effect, Event, Session};
 use super::prompt::ModelAnswer;
-use super::{Shared, View};
+use super::{Change, Shared, View};
 use crate::error::CoordError;
+use crate::records::{AuditKind, SessionRecord};
 use crate::registry::{AgentReport, AGENT_CALL_TIMEOUT};
 
 /// Limit on a `--verify` command (the agent kills it then).
@@ -111,7 +112,7 @@ impl Shell<'_> {
         }
         // Most events (ticks) leave the screen as it was: tell the facade only of a new one.
         let screen = machine.last_snapshot();
-        self.ch.view.send_if_modified(|v| {
+        let new_screen = self.ch.view.send_if_modified(|v| {
             let same = match (&v.screen, screen) {
                 (Some(a), Some(b)) => Arc::ptr_eq(a, b),
                 (None, None) => true,
@@ -122,6 +123,19 @@ impl Shell<'_> {
             }
             !same
         });
+        if new_screen {
+            self.shared.changed(self.id, Change::Screen);
+        }
+    }
+
+    /// The facade's view of the record, counted by the metrics and told to live views.
+    fn show_record(&self, record: SessionRecord) {
+        let metrics = &self.shared.metrics;
+        self.ch.view.send_modify(|v| {
+            metrics.record_changed(&v.record, &record);
+            v.record = record;
+        });
+        self.shared.changed(self.id, Change::Record);
     }
 
     async fn perform(&self, effect: Effect) -> Option<Event> {
@@ -152,10 +166,13 @@ impl Shell<'_> {
                 let Some(model) = &self.shared.model else {
                     return Some(Event::ModelReplied(Err("no model configured".into())));
                 };
+                let reply = model.complete(&req).await;
+                match &reply {
+                    Ok(r) => self.shared.metrics.model_answered(r.latency),
+                    Err(_) => self.shared.metrics.model_failed(),
+                }
                 Some(Event::ModelReplied(
-                    model
-                        .complete(&req)
-                        .await
+                    reply
                         .map(|r| ModelAnswer {
                             text: r.text,
                             latency_ms: r.latency.as_millis() as u64,
@@ -173,9 +190,7 @@ impl Shell<'_> {
                     ..Default::default()
                 };
                 Some(Event::Typed(
-                    reg.inject(self.machine, inject)
-                        .await
-                        .map_err(|e| e.to_string()),
+                    self.typed(reg.inject(self.machine, inject).await),
                 ))
             }
             Effect::Launch(text) => {
@@ -187,9 +202,7 @@ impl Shell<'_> {
                     ..Default::default()
                 };
                 Some(Event::Typed(
-                    reg.inject(self.machine, inject)
-                        .await
-                        .map_err(|e| e.to_string()),
+                    self.typed(reg.inject(self.machine, inject).await),
                 ))
             }
             Effect::SendKeys(keys) => {
@@ -231,7 +244,7 @@ impl Shell<'_> {
                 if let Err(e) = r {
                     tracing::error!(target: "coord.engine", session = %self.id, error = %e, "cannot save the session");
                 }
-                self.ch.view.send_modify(|v| v.record = record);
+                self.show_record(record);
                 None
             }
             Effect::CommitTurn {
@@ -245,7 +258,7 @@ impl Shell<'_> {
                 if r.is_ok() && durable {
                     r = store.flush_async().await;
                 }
-                self.ch.view.send_modify(|v| v.record = record);
+                self.show_record(record);
                 if ack {
                     return Some(Event::Committed(r.map_err(|e| e.to_string())));
                 }
@@ -255,6 +268,11 @@ impl Shell<'_> {
                 None
             }
             Effect::Audit(entry) => {
+                if entry.kind == AuditKind::Permission {
+                    self.shared
+                        .metrics
+                        .permission(permission_decision(&entry.detail));
+                }
                 if let Err(e) = store.append_audit(&entry).await {
                     tracing::error!(target: "coord.engine", session = %self.id, error = %e, "cannot write the audit log");
                 }
@@ -262,9 +280,16 @@ impl Shell<'_> {
             }
             Effect::Publish(u) => {
                 let _ = self.ch.updates.send(wire::session_update(&u));
+                self.shared.changed(self.id, Change::Event(u.event));
                 None
             }
             Effect::AnswerHook(a) => {
+                let decision = match a.decision() {
+                    pb::HookDecision::Allow => "allow",
+                    pb::HookDecision::Deny => "deny",
+                    pb::HookDecision::StepAside => "step_aside",
+                };
+                self.shared.metrics.permission(decision);
                 let request = a.hook_request;
                 if let Err(e) = self
                     .shared
@@ -283,6 +308,16 @@ impl Shell<'_> {
         }
     }
 
+    /// An injection's result as the machine takes it, counted by outcome.
+    fn typed(&self, r: crate::error::Result<pb::InjectResult>) -> Result<pb::InjectResult, String> {
+        let outcome = match &r {
+            Ok(i) => super::inject_status(i).0.as_str(),
+            Err(_) => "failed",
+        };
+        self.shared.metrics.injection(outcome);
+        r.map_err(|e| e.to_string())
+    }
+
     /// Frees the pane: its lock, and the agent's watch.
     async fn release(&self) {
         let key = crate::records::pane_key(self.machine, self.pane_id);
@@ -293,5 +328,16 @@ impl Shell<'_> {
             target: self.pane_id.to_string(),
         });
         let _ = self.shared.registry.send(self.machine, unwatch).await;
+    }
+}
+
+/// A permission audit line's decision: `approved by …`, `denied by …`, else a failure.
+fn permission_decision(detail: &str) -> &'static str {
+    if detail.starts_with("approved") {
+        "approved"
+    } else if detail.starts_with("denied") {
+        "denied"
+    } else {
+        "failed"
     }
 }

@@ -220,6 +220,11 @@ impl Store {
             .transpose()
     }
 
+    /// Bytes sled uses on disk (0 when it cannot tell).
+    pub fn size_on_disk(&self) -> u64 {
+        self.db.size_on_disk().unwrap_or(0)
+    }
+
     /// Every session record, in id order.
     pub fn sessions<T: DeserializeOwned>(&self) -> Result<Vec<T>> {
         self.sessions
