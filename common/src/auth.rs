@@ -19,6 +19,11 @@ pub fn check_bearer(header: Option<&str>, expected: &str) -> bool {
     constant_time_eq(given.trim().as_bytes(), expected.as_bytes())
 }
 
+/// Whether `given` is `expected`, in constant time in the token's contents.
+pub fn check_token(given: &str, expected: &str) -> bool {
+    constant_time_eq(given.as_bytes(), expected.as_bytes())
+}
+
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     use subtle::ConstantTimeEq;
     a.ct_eq(b).into()

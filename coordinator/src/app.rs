@@ -15,8 +15,9 @@ use crate::engine::Engine;
 use crate::error::{CoordError, Result};
 use crate::model::{HttpModelClient, ModelClient, ScriptedModel};
 use crate::registry::Registry;
-use crate::server::{serve, tls_config, ServerState};
+use crate::server::{serve, tls_config, Closing, ServerState};
 use crate::store::Store;
+use crate::web::WebState;
 
 /// Runs the coordinator on `listener` until `shutdown` completes.
 pub async fn run(
@@ -32,6 +33,15 @@ pub async fn run(
         ));
     }
     let store = Store::open(&cfg.data_dir)?;
+    // Before any session resumes, so a taken address stops startup with nothing begun.
+    let dashboard_listener = match cfg.http {
+        Some(at) => Some(TcpListener::bind(at).await.map_err(|e| {
+            CoordError::InvalidArgument(format!(
+                "cannot serve the dashboard on {at}: {e} (is another karl-coord there? pick another --http)"
+            ))
+        })?),
+        None => None,
+    };
     let registry = Arc::new(Registry::new());
     let detector = match &cfg.rules_dir {
         Some(dir) => Detector::from_dir(dir)?,
@@ -72,6 +82,8 @@ pub async fn run(
         .local_addr()
         .map_err(|e| CoordError::Internal(format!("listener has no address: {e}")))?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let dashboard =
+        dashboard_listener.map(|l| start_dashboard(&cfg, l, &engine, &registry, stop_rx.clone()));
 
     let local_pane = match (&cfg.local_pane, cfg.local_agent) {
         (Some(pane), true) => Some(start_local_pane(&cfg, pane).await?),
@@ -97,14 +109,7 @@ pub async fn run(
         })
         .await
         .map_err(|e| CoordError::InvalidArgument(format!("the local agent: {e}")))?;
-        let mut stop = stop_rx.clone();
-        Some(tokio::spawn(agent.run(async move {
-            while !*stop.borrow_and_update() {
-                if stop.changed().await.is_err() {
-                    break;
-                }
-            }
-        })))
+        Some(tokio::spawn(agent.run(stopped(stop_rx.clone()))))
     } else {
         None
     };
@@ -123,6 +128,9 @@ pub async fn run(
     })
     .await;
     engine.shutdown().await;
+    if let Some(task) = dashboard {
+        let _ = task.await;
+    }
     if let Some(task) = local_agent {
         let _ = task.await;
     }
@@ -132,6 +140,45 @@ pub async fn run(
         }
     }
     served.map_err(|e| CoordError::Internal(format!("server failed: {e}")))
+}
+
+/// Completes once the coordinator is told to stop (or the sender is gone).
+async fn stopped(mut stop: tokio::sync::watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+/// Serves the dashboard on `listener` until stop.
+fn start_dashboard(
+    cfg: &CoordConfig,
+    listener: TcpListener,
+    engine: &Arc<Engine>,
+    registry: &Arc<Registry>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    match listener.local_addr() {
+        Ok(at) => {
+            tracing::info!(target: "coord", dashboard = %format!("http://{at}/"), auth = cfg.token.is_some(), "dashboard listening");
+        }
+        Err(e) => {
+            tracing::warn!(target: "coord", error = %e, "the dashboard's listener has no address")
+        }
+    }
+    let (close, closing) = Closing::new();
+    let state = WebState {
+        engine: engine.clone(),
+        registry: registry.clone(),
+        token: cfg.token.as_deref().map(Arc::from),
+        closing,
+    };
+    tokio::spawn(async move {
+        let shutdown = async move {
+            stopped(stop).await;
+            let _ = close.send(true);
+        };
+        if let Err(e) = crate::web::serve(listener, state, shutdown).await {
+            tracing::error!(target: "coord", error = %e, "the dashboard stopped serving");
+        }
+    })
 }
 
 /// Starts the local agent's tmux server with the `--local-pane` session, through the

@@ -23,6 +23,8 @@ pub use karl_common::config_file::{read_toml, FileError, DEFAULT_LISTEN};
 #[serde(deny_unknown_fields)]
 pub struct CoordFile {
     pub listen: Option<String>,
+    /// The dashboard's address (HTTP); unset serves none.
+    pub http: Option<String>,
     pub token: Option<String>,
     pub data_dir: Option<PathBuf>,
     pub rules_dir: Option<PathBuf>,
@@ -96,6 +98,8 @@ pub struct EngineFile {
 #[derive(Debug, Clone)]
 pub struct CoordConfig {
     pub listen: SocketAddr,
+    /// Where the dashboard and `/metrics` are served (`--http`); `None` serves none.
+    pub http: Option<SocketAddr>,
     pub token: Option<String>,
     pub data_dir: PathBuf,
     pub rules_dir: Option<PathBuf>,
@@ -136,6 +140,7 @@ impl CoordConfig {
     pub fn local(data_dir: PathBuf) -> Self {
         CoordConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            http: None,
             token: None,
             data_dir,
             rules_dir: None,

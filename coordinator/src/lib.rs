@@ -16,6 +16,8 @@
 //! - [`context`]: the context stack (pure; lives in `karl_common::context`, shared with karl-ctl's
 //!   offline `context` command).
 //! - [`model`]: the OpenAI-compatible model client with retries and fallback endpoints.
+//! - [`metrics`]: Prometheus counters and gauges (rendered, not served).
+//! - [`web`]: the dashboard and `/metrics` over HTTP (axum), its pages embedded.
 
 pub mod app;
 pub mod config;
@@ -24,9 +26,11 @@ pub mod control;
 pub mod engine;
 pub mod error;
 pub mod link;
+pub mod metrics;
 pub mod model;
 pub mod records;
 pub mod registry;
 pub mod server;
 pub mod store;
+pub mod web;
 pub mod wire;

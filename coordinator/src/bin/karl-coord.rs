@@ -20,6 +20,10 @@ struct Args {
     /// Address to serve both gRPC services on.
     #[arg(long, env = "KARL_LISTEN")]
     listen: Option<String>,
+    /// Serve the dashboard and /metrics on this address (HTTP), e.g. 127.0.0.1:7401.
+    /// Without a token, only loopback.
+    #[arg(long, env = "KARL_HTTP")]
+    http: Option<String>,
     /// Shared token every agent and karl-ctl must present. Without one, only loopback.
     #[arg(long, env = "KARL_TOKEN", hide_env_values = true)]
     token: Option<String>,
@@ -105,6 +109,12 @@ fn resolve(args: Args) -> anyhow::Result<CoordConfig> {
         .or(file.listen)
         .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
     let listen = check_listen(&listen, token.as_deref())?;
+    let http = args
+        .http
+        .or(file.http)
+        .map(|h| check_listen(&h, token.as_deref()))
+        .transpose()
+        .context("the dashboard's address (--http / KARL_HTTP / http in the config file)")?;
     let mut model = file.model.clone().unwrap_or_default();
     if !args.model_url.is_empty() {
         model.urls = args.model_url;
@@ -130,6 +140,7 @@ fn resolve(args: Args) -> anyhow::Result<CoordConfig> {
     )?;
     Ok(CoordConfig {
         listen,
+        http,
         token,
         data_dir: args
             .data_dir
