@@ -106,14 +106,15 @@ fn free_port() -> anyhow::Result<u16> {
 }
 
 /// `karl-coord.toml` for the demo: fast settling, no model retries.
-fn coord_config(dir: &Path, port: u16, socket: &str) -> String {
+fn coord_config(dir: &Path, port: u16, http_port: u16, socket: &str) -> String {
     let tmux = std::env::var("KARL_TMUX_BIN").unwrap_or_else(|_| "tmux".into());
     let toml_str = |s: &str| toml::Value::String(s.to_string()).to_string();
     format!(
-        "listen = {}\ndata_dir = {}\nlocal_agent = true\nlocal_machine = \"demo\"\ntmux_socket = {}\ntmux_bin = {}\n\n\
+        "listen = {}\nhttp = {}\ndata_dir = {}\nlocal_agent = true\nlocal_machine = \"demo\"\ntmux_socket = {}\ntmux_bin = {}\n\n\
          [model]\ntimeout_ms = 15000\nconnect_timeout_ms = 500\nretries = 0\n\n\
          [engine]\nsettle_ms = 500\nmax_injections_per_minute = 30\n",
         toml_str(&format!("127.0.0.1:{port}")),
+        toml_str(&format!("127.0.0.1:{http_port}")),
         toml_str(&dir.join("data").display().to_string()),
         toml_str(socket),
         toml_str(&tmux),
@@ -145,15 +146,22 @@ fn fresh_dir(base: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
     )
 }
 
-pub async fn run(turns: u32, keep: bool, model_url: &str, json: bool) -> anyhow::Result<ExitCode> {
+pub async fn run(
+    turns: u32,
+    keep: bool,
+    hold: bool,
+    model_url: &str,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let standin = sibling("karl-standin")?;
     let coord_bin = sibling("karl-coord")?;
     let dir = fresh_dir(&std::env::temp_dir())?;
     let log = dir.join("standin.log");
     let socket = format!("karl-demo-{}", std::process::id());
     let port = free_port()?;
+    let http_port = free_port()?;
     let config = dir.join("karl-coord.toml");
-    std::fs::write(&config, coord_config(&dir, port, &socket))
+    std::fs::write(&config, coord_config(&dir, port, http_port, &socket))
         .with_context(|| format!("cannot write {}", config.display()))?;
     let coord_log = dir.join("karl-coord.log");
     let coord_err = std::fs::File::create(&coord_log)
@@ -199,7 +207,16 @@ pub async fn run(turns: u32, keep: bool, model_url: &str, json: bool) -> anyhow:
         "karl demo: karl-coord on 127.0.0.1:{port}, stand-in agent in tmux -L {socket} (attach: tmux -L {socket} attach -t karl); logs in {}",
         dir.display()
     );
+    eprintln!(
+        "karl demo: dashboard at http://127.0.0.1:{http_port}/ (the session appears there live; metrics at /metrics)"
+    );
     let result = drive(&format!("127.0.0.1:{port}"), turns, json).await;
+    if hold {
+        eprintln!(
+            "karl demo: the dashboard stays up at http://127.0.0.1:{http_port}/ — Ctrl-C to end"
+        );
+        karl_common::shutdown_signal().await;
+    }
     drop(coordinator);
     let typed = std::fs::read_to_string(&log)
         .map(|t| {

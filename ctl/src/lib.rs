@@ -228,6 +228,9 @@ pub enum Command {
         /// Keep the demo's tmux server running afterwards (to attach and look).
         #[arg(long)]
         keep: bool,
+        /// Keep the coordinator and its dashboard up after the session, until Ctrl-C.
+        #[arg(long)]
+        hold: bool,
         /// The twin's OpenAI-compatible base URL (e.g. scripts/twin-server.sh). When
         /// nothing answers there, a built-in scripted twin plays the model.
         #[arg(
@@ -351,8 +354,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Demo {
             turns,
             keep,
+            hold,
             model_url,
-        } => return demo::run(*turns, *keep, model_url, cli.json).await,
+        } => return demo::run(*turns, *keep, *hold, model_url, cli.json).await,
         _ => {}
     }
     let (coord, token) = resolve_coord(&cli)?;

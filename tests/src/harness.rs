@@ -414,12 +414,29 @@ impl Fleet {
         Self::start_in(scratch, script, &[], &[], false)
     }
 
+    /// Like [`Fleet::start_with`], with the coordinator (and so the agent and karl-ctl)
+    /// on a shared token.
+    pub fn start_with_token(script: Option<&str>, token: &str, coord_args: &[&str]) -> Fleet {
+        Self::start_in_token(Scratch::new(), script, &[], coord_args, false, Some(token))
+    }
+
     fn start_in(
         scratch: Scratch,
         script: Option<&str>,
         standin_args: &[&str],
         coord_args: &[&str],
         shell_after: bool,
+    ) -> Fleet {
+        Self::start_in_token(scratch, script, standin_args, coord_args, shell_after, None)
+    }
+
+    fn start_in_token(
+        scratch: Scratch,
+        script: Option<&str>,
+        standin_args: &[&str],
+        coord_args: &[&str],
+        shell_after: bool,
+        token: Option<&str>,
     ) -> Fleet {
         let tmux = TmuxServer::new();
         let standin_log = scratch.path("standin.log");
@@ -446,7 +463,7 @@ impl Fleet {
         let pane = tmux
             .new_session("work", 120, 40, &cmdline)
             .expect("tmux new-session");
-        let fleet = Self::launch(scratch, tmux, pane, standin_log, coord_args);
+        let fleet = Self::launch_env(scratch, tmux, pane, standin_log, coord_args, &[], token);
         // The stand-in's first screen.
         wait_for(Duration::from_secs(10), || {
             fleet.screen().contains('❯').then_some(())
@@ -484,21 +501,19 @@ impl Fleet {
         let pane = tmux
             .new_session("work", width, height, cmdline)
             .expect("tmux new-session");
-        Self::launch_env(scratch, tmux, pane, standin_log, coord_args, agent_env)
+        Self::launch_env(
+            scratch,
+            tmux,
+            pane,
+            standin_log,
+            coord_args,
+            agent_env,
+            None,
+        )
     }
 
     /// Coordinator (test config, no model unless `coord_args` names one) and agent for
     /// machine `mac2`, around an already started pane.
-    fn launch(
-        scratch: Scratch,
-        tmux: TmuxServer,
-        pane: String,
-        standin_log: PathBuf,
-        coord_args: &[&str],
-    ) -> Fleet {
-        Self::launch_env(scratch, tmux, pane, standin_log, coord_args, &[])
-    }
-
     fn launch_env(
         scratch: Scratch,
         tmux: TmuxServer,
@@ -506,6 +521,7 @@ impl Fleet {
         standin_log: PathBuf,
         coord_args: &[&str],
         agent_env: &[(&str, &str)],
+        token: Option<&str>,
     ) -> Fleet {
         // A caller that prepared `scratch` may have written its own config already.
         let config = scratch.path("karl-coord.toml");
@@ -519,12 +535,12 @@ impl Fleet {
             args.extend(["--model-url", "http://127.0.0.1:9/v1"]);
         }
         args.extend_from_slice(coord_args);
-        let coord = Coord::start(&scratch, None, &args);
+        let coord = Coord::start(&scratch, token, &args);
         let agent = start_agent_env(
             &scratch,
             &coord.url(),
             "mac2",
-            None,
+            token,
             tmux.socket(),
             &[],
             agent_env,
@@ -561,7 +577,7 @@ impl Fleet {
             &self.scratch,
             self.coord_port(),
             &data_dir,
-            None,
+            self.coord.token.clone().as_deref(),
             &["--config", &config, "--model-url", "http://127.0.0.1:9/v1"],
         );
     }
@@ -573,14 +589,19 @@ impl Fleet {
             &self.scratch,
             &self.coord.url(),
             "mac2",
-            None,
+            self.coord.token.as_deref(),
             self.tmux.socket(),
         );
     }
 
     /// Runs karl-ctl against this fleet's coordinator.
     pub fn ctl(&self, args: &[&str]) -> CtlOut {
-        ctl(&self.scratch, Some(&self.coord.addr), None, args)
+        ctl(
+            &self.scratch,
+            Some(&self.coord.addr),
+            self.coord.token.as_deref(),
+            args,
+        )
     }
 
     /// Starts a session; returns its id.

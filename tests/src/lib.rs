@@ -3,6 +3,7 @@
 //! Layout:
 //! - [`anthropic_stub`]: a scripted Anthropic-Messages-compatible server, so the real
 //!   Claude Code CLI runs offline in the compatibility tests.
+//! - [`browser`]: headless Chromium over the DevTools protocol, for the dashboard's tests.
 //! - [`compat`]: what the two compatibility tiers share (pinned releases in the cache,
 //!   the pane's private environment, waiting on panes and sessions).
 //! - [`harness`]: real processes for end-to-end tests (private tmux servers, the
@@ -24,6 +25,7 @@
 //!   `tests/twin/server.mjs` (fetched by `scripts/fetch-model.sh`).
 
 pub mod anthropic_stub;
+pub mod browser;
 pub mod compat;
 pub mod harness;
 pub mod http_stub;

@@ -28,6 +28,10 @@ fn with_no_model_the_scripted_twin_shows_the_gate_at_work() {
     let (ok, stdout, stderr) = demo(&url);
     assert!(ok, "demo failed:\n{stdout}\n{stderr}");
     assert!(stderr.contains("built-in script"), "{stderr}");
+    assert!(
+        stderr.contains("karl demo: dashboard at http://127.0.0.1:"),
+        "{stderr}"
+    );
     // The status question, the repeat and the destructive command were each refused, on
     // screen, and the plan step took the turn whose three answers were all refused.
     for shown in [
