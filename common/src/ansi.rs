@@ -161,7 +161,7 @@ impl<F: FnMut(Cell)> Sink for Cells<'_, F> {
 }
 
 /// An extended colour (`38;5;n`, `38;2;r;g;b` and their `:` forms).
-enum Colour {
+pub(crate) enum Colour {
     Indexed(u16),
     Rgb(u16, u16, u16),
 }
@@ -222,7 +222,10 @@ impl SgrState {
 
 /// The colour that follows a 38/48/58: from its own sub-parameters (`38:2::r:g:b`), or from
 /// the parameters after it (`38;5;n`), which are consumed.
-fn extended_colour<'a>(p: &[u16], rest: &mut impl Iterator<Item = &'a [u16]>) -> Option<Colour> {
+pub(crate) fn extended_colour<'a>(
+    p: &[u16],
+    rest: &mut impl Iterator<Item = &'a [u16]>,
+) -> Option<Colour> {
     if p.len() > 1 {
         let at = |i: usize| p.get(i).copied().unwrap_or(0);
         return match p[1] {

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use vte::Params;
 
-use crate::ansi::{parse, Sink};
+use crate::ansi::{self, extended_colour, parse, Sink};
 
 /// A foreground or background colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +38,16 @@ const PALETTE: [(u8, u8, u8); 16] = [
     (0x00, 0xff, 0xff),
     (0xff, 0xff, 0xff),
 ];
+
+impl From<ansi::Colour> for Colour {
+    fn from(c: ansi::Colour) -> Self {
+        let byte = |v: u16| u8::try_from(v).unwrap_or(u8::MAX);
+        match c {
+            ansi::Colour::Indexed(n) => Colour::Indexed(byte(n)),
+            ansi::Colour::Rgb(r, g, b) => Colour::Rgb(byte(r), byte(g), byte(b)),
+        }
+    }
+}
 
 impl Colour {
     fn rgb(self) -> (u8, u8, u8) {
@@ -98,10 +108,10 @@ impl Style {
                 n @ 40..=47 => self.bg = Some(Colour::Indexed((n - 40) as u8)),
                 n @ 100..=107 => self.bg = Some(Colour::Indexed((n - 100 + 8) as u8)),
                 49 => self.bg = None,
-                38 => self.fg = extended(p, &mut rest).or(self.fg),
-                48 => self.bg = extended(p, &mut rest).or(self.bg),
+                38 => self.fg = extended_colour(p, &mut rest).map(Colour::from).or(self.fg),
+                48 => self.bg = extended_colour(p, &mut rest).map(Colour::from).or(self.bg),
                 58 => {
-                    extended(p, &mut rest);
+                    extended_colour(p, &mut rest);
                 }
                 _ => {}
             }
@@ -145,27 +155,6 @@ impl Style {
             (false, false) => {}
         }
         css
-    }
-}
-
-/// The colour after a 38/48/58: from its own sub-parameters (`38:5:n`, `38:2::r:g:b`) or
-/// the parameters after it (`38;5;n`, `38;2;r;g;b`), which are consumed.
-fn extended<'a>(p: &[u16], rest: &mut impl Iterator<Item = &'a [u16]>) -> Option<Colour> {
-    let byte = |v: u16| u8::try_from(v.min(255)).unwrap_or(u8::MAX);
-    if p.len() > 1 {
-        let at = |i: usize| byte(p.get(i).copied().unwrap_or(0));
-        return match p[1] {
-            5 => Some(Colour::Indexed(at(2))),
-            2 if p.len() >= 6 => Some(Colour::Rgb(at(3), at(4), at(5))),
-            2 => Some(Colour::Rgb(at(2), at(3), at(4))),
-            _ => None,
-        };
-    }
-    let mut next = || byte(rest.next().map_or(0, |q| q[0]));
-    match next() {
-        5 => Some(Colour::Indexed(next())),
-        2 => Some(Colour::Rgb(next(), next(), next())),
-        _ => None,
     }
 }
 
