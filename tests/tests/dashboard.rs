@@ -101,6 +101,11 @@ fn shoot(b: &mut Browser, name: &str) {
         std::thread::sleep(Duration::from_millis(300));
         b.screenshot(&dir.join(format!("{name}-{suffix}.png")))
             .expect("screenshot");
+        // Nothing wider than the screen: no sideways scrolling on a phone.
+        let fits = b
+            .eval(&format!("document.documentElement.scrollWidth <= {w}"))
+            .expect("page width");
+        assert_eq!(fits, true, "{name} is wider than {w} px");
     }
     b.viewport(1280, 900, false).expect("viewport");
 }
