@@ -22,6 +22,8 @@ pub struct AgentFile {
     pub tmux_bin: Option<String>,
     /// Where to listen for Claude Code hook events (default `~/.karl/agent.sock`).
     pub hook_socket: Option<String>,
+    /// The program that shows the coordinator's macOS notifications (default `osascript`).
+    pub notifier: Option<String>,
     pub heartbeat_secs: Option<u64>,
     pub backoff_max_secs: Option<u64>,
     /// How to dial an `https://` coordinator: CA, client certificate, server name.
@@ -52,6 +54,8 @@ pub struct AgentConfig {
     /// Where to listen for Claude Code hook events (`karl-agent hooks install`); `None`:
     /// no hook socket.
     pub hook_socket: Option<std::path::PathBuf>,
+    /// The program that shows notifications (`osascript`, or a stand-in taking its argv).
+    pub notifier: String,
 }
 
 /// What the link needs to dial and stay connected.

@@ -19,6 +19,7 @@
 //!   reporter the CLI runs, and the agent's socket that forwards hook events.
 //! - [`procs`]: the processes running in a pane (`ps`), evidence that the agent CLI lives.
 //! - [`check`]: `drive --verify`: a command run in a pane's directory, outside the pane.
+//! - [`notify`]: macOS notifications for the coordinator's `macos` sink (`osascript`).
 //! - [`error`]: the agent's error type.
 
 pub mod activity;
@@ -30,6 +31,7 @@ pub mod evidence;
 pub mod hooks;
 pub mod inject;
 pub mod link;
+pub mod notify;
 pub mod panes;
 pub mod procs;
 pub mod snapshot;
@@ -68,6 +70,7 @@ impl Agent {
         let tmux_version = tmux.supported_version().await?;
         let (events_tx, events) = mpsc::channel(1024);
         let host = Arc::new(PaneHost::new(tmux, events_tx));
+        host.set_notifier(config.notifier);
         if let Some(path) = config.hook_socket {
             host.set_hook_socket(path.clone());
             let h = host.clone();

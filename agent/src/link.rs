@@ -52,6 +52,10 @@ pub trait PaneOps: Send + Sync + 'static {
     ) -> impl Future<Output = Result<pb::CheckResult, OpError>> + Send {
         async { Err("this agent does not run verify commands".into()) }
     }
+    /// Shows a notification on this Mac.
+    fn notify(&self, _n: pb::Notify) -> impl Future<Output = Result<(), OpError>> + Send {
+        async { Err("this agent does not show notifications".into()) }
+    }
 }
 
 /// Reconnect delays: capped exponential backoff with full jitter, each delay uniform in
@@ -331,6 +335,7 @@ pub async fn dispatch<P: PaneOps>(panes: &P, cmd: pb::AgentCommand) -> pb::Comma
             }))
         })),
         Some(Kind::RunCheck(c)) => done(panes.run_check(c).await.map(|r| Some(Detail::Check(r)))),
+        Some(Kind::Notify(n)) => done(panes.notify(n).await.map(|_| None)),
         Some(Kind::HookAnswer(a)) => {
             panes.hook_answer(a);
             done(Ok(None))

@@ -100,6 +100,7 @@ struct Inner {
     /// The hook socket this agent listens on, for launched CLIs' hooks (`None`: launched
     /// CLIs start without KARL's hook).
     hook_socket: Mutex<Option<std::path::PathBuf>>,
+    notifier: Mutex<String>,
     /// Hooks waiting for the coordinator's decision, by hook request id.
     hook_waiters: Mutex<HashMap<u64, tokio::sync::oneshot::Sender<pb::HookAnswer>>>,
 }
@@ -162,6 +163,7 @@ impl PaneHost {
                 procs: Arc::new(ProcessTable::new()),
                 followers: Mutex::new(HashMap::new()),
                 hook_socket: Mutex::new(None),
+                notifier: Mutex::new(crate::notify::OSASCRIPT.to_string()),
                 hook_waiters: Mutex::new(HashMap::new()),
             }),
         }
@@ -170,6 +172,11 @@ impl PaneHost {
     /// The hook socket launched CLIs report to (`drive --launch`).
     pub fn set_hook_socket(&self, socket: std::path::PathBuf) {
         *lock(&self.inner.hook_socket) = Some(socket);
+    }
+
+    /// The program [`crate::notify::show`] runs (default `osascript`).
+    pub fn set_notifier(&self, program: String) {
+        *lock(&self.inner.notifier) = program;
     }
 
     /// The tmux handle this host uses.
@@ -953,6 +960,11 @@ impl crate::link::PaneOps for PaneHost {
             )
             .into()
         })
+    }
+
+    async fn notify(&self, n: pb::Notify) -> std::result::Result<(), crate::link::OpError> {
+        let program = lock(&self.inner.notifier).clone();
+        crate::notify::show(&program, &n).await.map_err(Into::into)
     }
 
     fn hook_answer(&self, a: pb::HookAnswer) {

@@ -14,6 +14,7 @@ use crate::config::{CoordConfig, LocalPane};
 use crate::engine::Engine;
 use crate::error::{CoordError, Result};
 use crate::model::{HttpModelClient, ModelClient, ScriptedModel};
+use crate::notify::Notifier;
 use crate::registry::Registry;
 use crate::server::{serve, tls_config, Closing, ServerState};
 use crate::store::Store;
@@ -77,11 +78,18 @@ pub async fn run(
     let mut engine_cfg = cfg.engine_config();
     engine_cfg.gate = Arc::new(gate);
     let engine = Engine::new(registry.clone(), store, detector, model, engine_cfg);
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    // Before sessions resume, so nothing a resumed session says goes unheard.
+    let notifier = Notifier::start(
+        cfg.notify.clone(),
+        &engine,
+        registry.clone(),
+        stop_rx.clone(),
+    )?;
     engine.resume_live();
     let addr = listener
         .local_addr()
         .map_err(|e| CoordError::Internal(format!("listener has no address: {e}")))?;
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let dashboard =
         dashboard_listener.map(|l| start_dashboard(&cfg, l, &engine, &registry, stop_rx.clone()));
 
@@ -106,6 +114,7 @@ pub async fn run(
             tmux_socket: cfg.tmux_socket.clone(),
             tmux_bin: cfg.tmux_bin.clone(),
             hook_socket: None,
+            notifier: karl_agent::notify::OSASCRIPT.to_string(),
         })
         .await
         .map_err(|e| CoordError::InvalidArgument(format!("the local agent: {e}")))?;
@@ -119,6 +128,7 @@ pub async fn run(
     let state = ServerState {
         registry,
         engine: engine.clone(),
+        notifier,
         token: cfg.token.clone(),
         tls,
     };

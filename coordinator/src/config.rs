@@ -44,6 +44,9 @@ pub struct CoordFile {
     pub tls: Option<TlsFile>,
     #[serde(default)]
     pub gate: Option<GateFile>,
+    /// `[notify]`: where escalations, ends, usage limits and lost agents are sent.
+    #[serde(default)]
+    pub notify: Option<crate::notify::NotifyFile>,
 }
 
 /// `[gate]` table: the validation gate's embedding model.
@@ -124,6 +127,8 @@ pub struct CoordConfig {
     /// itself unreachable and sessions fall back to their plans): `--scripted-twin FILE`,
     /// which `karl-ctl demo` uses when no model answers.
     pub scripted_twin: Option<Vec<String>>,
+    /// `[notify]`, checked.
+    pub notify: crate::notify::NotifyConfig,
 }
 
 /// `--local-pane`: the local agent's tmux server is started with one session, `karl`,
@@ -159,6 +164,7 @@ impl CoordConfig {
             gate_model: ModelSetting::Default,
             second_opinion: true,
             scripted_twin: None,
+            notify: crate::notify::NotifyConfig::default(),
         }
     }
 
@@ -304,11 +310,15 @@ mod tests {
         assert_eq!(engine.max_turns, Some(30));
         assert_eq!(engine.disagree_escalate_secs, Some(600));
         assert!(f.tls.is_none());
+        assert!(f.notify.is_none());
         // Every commented-out key is a real one.
         let f: CoordFile = toml::from_str(&karl_common::uncomment_example(example)).unwrap();
         let tls = f.tls.unwrap();
         assert!(tls.cert.is_some() && tls.key.is_some() && tls.client_ca.is_some());
         assert!(f.model.unwrap().ca.is_some());
+        let notify = f.notify.unwrap().resolve().unwrap();
+        assert_eq!(notify.sinks.len(), 6);
+        assert_eq!(notify.dedupe, std::time::Duration::from_secs(600));
         let gate = f.gate.unwrap().model.unwrap();
         assert!(matches!(ModelSetting::parse(&gate), ModelSetting::Dir(_)));
         assert_eq!(ModelSetting::parse(" OFF "), ModelSetting::Off);

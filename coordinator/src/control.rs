@@ -16,6 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tonic::{Request, Response, Status};
 
 use crate::engine::{Command, Drive, Engine};
+use crate::notify::Notifier;
 use crate::registry::{AgentReport, Registry, AGENT_CALL_TIMEOUT};
 use crate::server::Closing;
 use crate::wire;
@@ -23,14 +24,21 @@ use crate::wire;
 pub struct ControlService {
     registry: Arc<Registry>,
     engine: Arc<Engine>,
+    notifier: Arc<Notifier>,
     closing: Closing,
 }
 
 impl ControlService {
-    pub fn new(registry: Arc<Registry>, engine: Arc<Engine>, closing: Closing) -> Self {
+    pub fn new(
+        registry: Arc<Registry>,
+        engine: Arc<Engine>,
+        notifier: Arc<Notifier>,
+        closing: Closing,
+    ) -> Self {
         ControlService {
             registry,
             engine,
+            notifier,
             closing,
         }
     }
@@ -253,6 +261,15 @@ impl pb::control_server::Control for ControlService {
         Ok(Response::new(pb::AuditReply {
             entries: entries.into_iter().map(wire::audit).collect(),
         }))
+    }
+
+    async fn notify_test(
+        &self,
+        req: Request<pb::NotifyTestRequest>,
+    ) -> Result<Response<pb::NotifyTestReply>, Status> {
+        let req = req.into_inner();
+        let results = self.notifier.test(&req.sink, &req.machine).await?;
+        Ok(Response::new(pb::NotifyTestReply { results }))
     }
 
     async fn session_context(

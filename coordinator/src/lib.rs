@@ -17,6 +17,7 @@
 //!   offline `context` command).
 //! - [`model`]: the OpenAI-compatible model client with retries and fallback endpoints.
 //! - [`metrics`]: Prometheus counters and gauges (rendered, not served).
+//! - [`notify`]: notifications — what a human should hear of, and the sinks that tell them.
 //! - [`web`]: the dashboard and `/metrics` over HTTP (axum), its pages embedded.
 
 pub mod app;
@@ -28,6 +29,7 @@ pub mod error;
 pub mod link;
 pub mod metrics;
 pub mod model;
+pub mod notify;
 pub mod records;
 pub mod registry;
 pub mod server;

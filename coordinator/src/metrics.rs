@@ -58,6 +58,7 @@ pub struct Metrics {
     permissions: Family<Label, Counter>,
     model_latency: Histogram,
     model_errors: Counter,
+    notifications: Family<[(&'static str, String); 2], Counter>,
     snapshots: Counter,
     sessions: Family<Label, Gauge>,
     agents: Gauge,
@@ -89,6 +90,7 @@ impl Metrics {
             permissions: Family::default(),
             model_latency: Histogram::new(latency_buckets()),
             model_errors: Counter::default(),
+            notifications: Family::default(),
             snapshots: Counter::default(),
             sessions: Family::default(),
             agents: Gauge::default(),
@@ -120,6 +122,11 @@ impl Metrics {
             "permission_decisions",
             "Permission requests answered, by decision",
             m.permissions.clone(),
+        );
+        r.register(
+            "notifications",
+            "Notifications by sink and outcome (sent, retried, failed, rate_limited, dropped; deduplicated has no sink)",
+            m.notifications.clone(),
         );
         r.register(
             "model_latency_seconds",
@@ -199,6 +206,13 @@ impl Metrics {
 
     pub fn model_failed(&self) {
         self.model_errors.inc();
+    }
+
+    /// A notification's fate at `sink`.
+    pub fn notified(&self, sink: &str, outcome: &'static str) {
+        self.notifications
+            .get_or_create(&[("sink", sink.to_string()), ("outcome", outcome.to_string())])
+            .inc();
     }
 
     /// The text exposition (OpenMetrics), with the gauges set from `now`.

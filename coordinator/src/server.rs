@@ -64,6 +64,7 @@ impl Closing {
 pub struct ServerState {
     pub registry: Arc<Registry>,
     pub engine: Arc<Engine>,
+    pub notifier: Arc<crate::notify::Notifier>,
     pub token: Option<String>,
     /// TLS for the listener, from [`tls_config`]; `None` serves plaintext.
     pub tls: Option<ServerTlsConfig>,
@@ -163,6 +164,7 @@ pub async fn serve(
         .add_service(pb::control_server::ControlServer::new(ControlService::new(
             state.registry.clone(),
             state.engine.clone(),
+            state.notifier.clone(),
             closing.clone(),
         )))
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {

@@ -73,6 +73,19 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum NotifyAction {
+    /// Send a test notice now, once, without retries, and report what each sink said.
+    Test {
+        /// The sink's `name` in karl-coord.toml's [[notify.sink]] (default: every sink).
+        sink: Option<String>,
+        /// For macOS sinks without a `machine`: the Mac to show it on (default: every
+        /// connected agent's).
+        #[arg(long)]
+        machine: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum Command {
     /// Connected agents: machine, version, connected since, last heartbeat, pane count.
     Agents,
@@ -192,6 +205,11 @@ pub enum Command {
         /// The project's path, for --plan.
         #[arg(long, requires = "plan")]
         path: Option<String>,
+    },
+    /// Notifications: `notify test [SINK]` sends a test notice to one sink (or all).
+    Notify {
+        #[command(subcommand)]
+        action: NotifyAction,
     },
     /// The audit log: every injection, refusal, forced send and permission decision.
     Audit {
@@ -532,6 +550,22 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stop { id } => set_state(&mut c, id, pb::SessionAction::Stop, json).await?,
         Command::Approve { id } => decide(&mut c, id, true, json).await?,
         Command::Deny { id } => decide(&mut c, id, false, json).await?,
+        Command::Notify {
+            action: NotifyAction::Test { sink, machine },
+        } => {
+            let r = c
+                .notify_test(pb::NotifyTestRequest {
+                    sink: sink.unwrap_or_default(),
+                    machine: machine.unwrap_or_default(),
+                })
+                .await
+                .map_err(explain)?
+                .into_inner();
+            output::notify_results(&r.results, json);
+            if r.results.iter().any(|r| !r.ok) {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
         Command::Audit { session, limit } => {
             let r = c
                 .audit(pb::AuditRequest {

@@ -426,6 +426,30 @@ pub fn audit(entries: &[pb::AuditRecord], json: bool) {
     );
 }
 
+/// `notify test`: one line per sink (and Mac), what it said.
+pub fn notify_results(results: &[pb::NotifyResult], json: bool) {
+    if json {
+        return print_json(&to_json(results));
+    }
+    print_table(
+        &["SINK", "KIND", "TO", "RESULT", "MS"],
+        &[4],
+        results.iter().map(|r| {
+            vec![
+                r.sink.clone(),
+                r.kind.clone(),
+                r.target.clone(),
+                if r.ok {
+                    "sent".to_string()
+                } else {
+                    format!("FAILED: {}", r.error)
+                },
+                r.elapsed_ms.to_string(),
+            ]
+        }),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

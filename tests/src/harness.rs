@@ -414,10 +414,30 @@ impl Fleet {
         Self::start_in(scratch, script, &[], &[], false)
     }
 
+    /// Like [`Fleet::start_with_config`], with extra environment for karl-agent.
+    pub fn start_with_config_env(
+        script: Option<&str>,
+        config: &str,
+        agent_env: &[(&str, &str)],
+    ) -> Fleet {
+        let scratch = Scratch::new();
+        std::fs::write(scratch.path("karl-coord.toml"), config)
+            .unwrap_or_else(|e| panic!("write config: {e}"));
+        Self::start_in_token(scratch, script, &[], &[], false, None, agent_env)
+    }
+
     /// Like [`Fleet::start_with`], with the coordinator (and so the agent and karl-ctl)
     /// on a shared token.
     pub fn start_with_token(script: Option<&str>, token: &str, coord_args: &[&str]) -> Fleet {
-        Self::start_in_token(Scratch::new(), script, &[], coord_args, false, Some(token))
+        Self::start_in_token(
+            Scratch::new(),
+            script,
+            &[],
+            coord_args,
+            false,
+            Some(token),
+            &[],
+        )
     }
 
     fn start_in(
@@ -427,7 +447,15 @@ impl Fleet {
         coord_args: &[&str],
         shell_after: bool,
     ) -> Fleet {
-        Self::start_in_token(scratch, script, standin_args, coord_args, shell_after, None)
+        Self::start_in_token(
+            scratch,
+            script,
+            standin_args,
+            coord_args,
+            shell_after,
+            None,
+            &[],
+        )
     }
 
     fn start_in_token(
@@ -437,6 +465,7 @@ impl Fleet {
         coord_args: &[&str],
         shell_after: bool,
         token: Option<&str>,
+        agent_env: &[(&str, &str)],
     ) -> Fleet {
         let tmux = TmuxServer::new();
         let standin_log = scratch.path("standin.log");
@@ -463,7 +492,15 @@ impl Fleet {
         let pane = tmux
             .new_session("work", 120, 40, &cmdline)
             .expect("tmux new-session");
-        let fleet = Self::launch_env(scratch, tmux, pane, standin_log, coord_args, &[], token);
+        let fleet = Self::launch_env(
+            scratch,
+            tmux,
+            pane,
+            standin_log,
+            coord_args,
+            agent_env,
+            token,
+        );
         // The stand-in's first screen.
         wait_for(Duration::from_secs(10), || {
             fleet.screen().contains('❯').then_some(())
@@ -585,12 +622,19 @@ impl Fleet {
     /// Starts a new agent for `mac2` on the fleet's tmux server (the test has killed or
     /// stopped the old one).
     pub fn restart_agent(&mut self) {
-        self.agent = start_agent(
+        self.restart_agent_env(&[]);
+    }
+
+    /// [`Fleet::restart_agent`] with extra environment for karl-agent.
+    pub fn restart_agent_env(&mut self, env: &[(&str, &str)]) {
+        self.agent = start_agent_env(
             &self.scratch,
             &self.coord.url(),
             "mac2",
             self.coord.token.as_deref(),
             self.tmux.socket(),
+            &[],
+            env,
         );
     }
 

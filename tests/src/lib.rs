@@ -10,6 +10,7 @@
 //!   coordinator and agents on loopback, karl-ctl runs, polling with deadlines).
 //! - [`http_stub`]: the accept loop, response and event-stream helpers the stub servers
 //!   share.
+//! - [`receiver`]: a loopback HTTP receiver that records what notification sinks send.
 //! - [`responses_stub`]: a scripted OpenAI-Responses-compatible server, so the real Codex
 //!   CLI runs offline in the compatibility tests.
 //! - [`standin`]: `karl-standin`, a stand-in coding agent whose screens follow Claude
@@ -29,6 +30,7 @@ pub mod browser;
 pub mod compat;
 pub mod harness;
 pub mod http_stub;
+pub mod receiver;
 pub mod responses_stub;
 pub mod standin;
 pub mod stats;

@@ -47,6 +47,9 @@ struct Args {
     /// ~/.karl/agent.sock.
     #[arg(long, env = "KARL_HOOK_SOCKET")]
     hook_socket: Option<PathBuf>,
+    /// The program that shows the coordinator's macOS notifications. Default: osascript.
+    #[arg(long, env = "KARL_NOTIFIER")]
+    notifier: Option<String>,
     /// Config file (TOML); default ~/.config/karl/karl-agent.toml if present.
     #[arg(long, env = "KARL_AGENT_CONFIG")]
     config: Option<PathBuf>,
@@ -198,6 +201,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
             .hook_socket
             .or(file.hook_socket.map(PathBuf::from))
             .or_else(karl_agent::hooks::default_socket),
+        notifier: args
+            .notifier
+            .or(file.notifier)
+            .unwrap_or_else(|| karl_agent::notify::OSASCRIPT.to_string()),
     };
     if let Some(s) = &config.hook_socket {
         karl_agent::hooks::socket::check_path(s).map_err(anyhow::Error::msg)?;

@@ -129,6 +129,13 @@ fn resolve(args: Args) -> anyhow::Result<CoordConfig> {
     let context = file.context.clone().unwrap_or_default();
     context.validate().context("[context] settings")?;
     let local_agent = args.local_agent || file.local_agent.unwrap_or(false);
+    let notify = file
+        .notify
+        .clone()
+        .unwrap_or_default()
+        .resolve()
+        .map_err(anyhow::Error::msg)
+        .context("[notify] settings in karl-coord.toml")?;
     let tls = resolve_tls(
         TlsFile {
             cert: args.tls_cert,
@@ -176,6 +183,7 @@ fn resolve(args: Args) -> anyhow::Result<CoordConfig> {
             .map(|m| ModelSetting::parse(&m))
             .unwrap_or_default(),
         scripted_twin: args.scripted_twin.as_deref().map(read_script).transpose()?,
+        notify,
     })
 }
 

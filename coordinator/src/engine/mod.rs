@@ -158,6 +158,8 @@ pub(crate) struct Shared {
     deps: Deps,
     stop: watch::Sender<bool>,
     events: broadcast::Sender<SessionEvent>,
+    /// What a human should hear of (escalations, ends, limits), for the notifier.
+    notices: broadcast::Sender<crate::notify::Notice>,
     metrics: Arc<Metrics>,
 }
 
@@ -169,6 +171,11 @@ impl Shared {
             history_lines: 0,
         };
         self.registry.capture(machine, capture).await
+    }
+
+    /// Tells the notifier; nobody listening (no sinks) is fine, and it never waits.
+    fn notice(&self, n: crate::notify::Notice) {
+        let _ = self.notices.send(n);
     }
 
     /// Tells the live views; nobody listening is fine.
@@ -222,6 +229,7 @@ impl Engine {
                 deps,
                 stop: watch::channel(false).0,
                 events: broadcast::channel(1024).0,
+                notices: broadcast::channel(256).0,
                 metrics: Arc::new(Metrics::new()),
             }),
             handles,
@@ -269,6 +277,12 @@ impl Engine {
     /// misses events (`Lagged`) and should re-read what it shows.
     pub fn events(&self) -> broadcast::Receiver<SessionEvent> {
         self.shared.events.subscribe()
+    }
+
+    /// Every notice from now on: a session escalated, waiting on a permission, limited,
+    /// done or failed ([`crate::notify::notice::on_change`]).
+    pub fn notices(&self) -> broadcast::Receiver<crate::notify::Notice> {
+        self.shared.notices.subscribe()
     }
 
     /// The counters the session tasks keep.

@@ -131,10 +131,15 @@ impl Shell<'_> {
     /// The facade's view of the record, counted by the metrics and told to live views.
     fn show_record(&self, record: SessionRecord) {
         let metrics = &self.shared.metrics;
+        let mut notice = None;
         self.ch.view.send_modify(|v| {
             metrics.record_changed(&v.record, &record);
+            notice = crate::notify::notice::on_change(&v.record, &record, karl_common::unix_ms());
             v.record = record;
         });
+        if let Some(n) = notice {
+            self.shared.notice(n);
+        }
         self.shared.changed(self.id, Change::Record);
     }
 
