@@ -408,10 +408,7 @@ impl Fleet {
     /// Like [`Fleet::start_with`], with `config` as the coordinator's `karl-coord.toml`
     /// instead of [`TEST_COORD_CONFIG`].
     pub fn start_with_config(script: Option<&str>, config: &str) -> Fleet {
-        let scratch = Scratch::new();
-        std::fs::write(scratch.path("karl-coord.toml"), config)
-            .unwrap_or_else(|e| panic!("write config: {e}"));
-        Self::start_in(scratch, script, &[], &[], false)
+        Self::start_with_config_env(script, config, &[])
     }
 
     /// Like [`Fleet::start_with_config`], with extra environment for karl-agent.

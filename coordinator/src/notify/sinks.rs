@@ -282,9 +282,11 @@ impl SinkFile {
         };
         let events: BTreeSet<NoticeKind> = match self.events {
             None => NoticeKind::FILTERABLE.into_iter().collect(),
-            Some(list) if list.is_empty() => return Err(format!(
+            Some(list) if list.is_empty() => {
+                return Err(format!(
                 "sink {name:?}: `events = []` would send nothing; remove the sink or list events"
-            )),
+            ))
+            }
             Some(list) => list.into_iter().collect(),
         };
         if events.contains(&NoticeKind::Test) {
