@@ -17,6 +17,8 @@ pub struct Received {
     /// Header names lower-cased.
     pub headers: HashMap<String, String>,
     pub body: String,
+    /// When it arrived.
+    pub at: std::time::Instant,
 }
 
 impl Received {
@@ -80,6 +82,7 @@ impl Receiver {
                             path,
                             headers,
                             body,
+                            at: std::time::Instant::now(),
                         });
                     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
                     Ok(full(status, "text/plain", "ok"))

@@ -35,13 +35,17 @@ fn recorder(dir: &Path) -> (String, std::path::PathBuf) {
     (script.display().to_string(), out)
 }
 
-/// Calls the recorder got, each as its argv.
+/// Calls the recorder finished (a call is written argument by argument, then `--`), each
+/// as its argv.
 fn recorded(path: &Path) -> Vec<Vec<String>> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.split("--\n")
-        .filter(|c| !c.is_empty())
+    let mut calls: Vec<Vec<String>> = text
+        .split("--\n")
         .map(|c| c.lines().map(String::from).collect())
-        .collect()
+        .collect();
+    // What follows the last `--` is a call still being written (or nothing).
+    calls.pop();
+    calls
 }
 
 fn wait_until<T>(what: &str, secs: u64, f: impl FnMut() -> Option<T>) -> T {
@@ -216,18 +220,25 @@ events = ["permission"]
         let got = rx.at("/flaky");
         (got.len() >= 3).then_some(got)
     });
-    assert_eq!(tries.len(), 3, "no try after the success");
     assert!(tries.iter().all(|r| r.json()["kind"] == "permission"));
+    let gaps: Vec<Duration> = tries.windows(2).map(|w| w[1].at - w[0].at).collect();
+    assert!(
+        gaps[0] >= Duration::from_millis(900) && gaps[1] >= Duration::from_millis(1900),
+        "retries came {gaps:?} apart, not 1 s then 2 s"
+    );
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(rx.at("/flaky").len(), 3, "a try after the success");
 
     // The operator approves; with the `hang` sink stuck in 10 s timeouts and `refused`
     // failing, the session still runs its plan to the end at its own pace.
     let approved = Instant::now();
     let out = fleet.ctl(&["approve", &id]);
     assert_eq!(out.code, 0, "{out:?}");
-    fleet.wait_status(&id, Duration::from_secs(30), |s| s == "done");
+    fleet.wait_status(&id, Duration::from_secs(90), |s| s == "done");
     let took = approved.elapsed();
+    // Held up by `hang`, each of its notices would cost 10 s a try, six tries each.
     assert!(
-        took < Duration::from_secs(10),
+        took < Duration::from_secs(40),
         "the session took {took:?} after approval: a sink held it up"
     );
     let done = wait_until("discord's done notice", 10, || rx.at("/discord").pop());
@@ -239,6 +250,11 @@ events = ["permission"]
     );
     wait_until("slack's done notice", 10, || {
         (rx.at("/slack").len() == 2).then_some(())
+    });
+    wait_until("the webhook's done notice", 10, || {
+        rx.at("/hook")
+            .into_iter()
+            .find(|r| r.json()["kind"] == "done")
     });
 
     // Each moment once: the permission notice reached the webhook once, however many
@@ -304,6 +320,9 @@ events = ["permission"]
         out.stdout.contains("FAILED: POST to 127.0.0.1 failed"),
         "{out:?}"
     );
+    // The URL's path (a webhook's secret) is in neither the answer nor the log.
+    assert!(!out.stdout.contains("/nobody"), "{out:?}");
+    assert!(!fleet.coord.proc.log_text().contains("/nobody"));
 
     let out = fleet.ctl(&["notify", "test", "nope"]);
     assert_ne!(out.code, 0);

@@ -188,7 +188,8 @@ impl Notifier {
         let mut results = Vec::new();
         {
             let machines: Vec<String> = match &s.target {
-                Target::Macos { machine: Some(m) } if machine.is_empty() => vec![m.clone()],
+                // A sink with a Mac of its own shows it there, whatever was asked.
+                Target::Macos { machine: Some(m) } => vec![m.clone()],
                 Target::Macos { .. } if machine.is_empty() => self
                     .sender
                     .registry
@@ -255,6 +256,7 @@ async fn watch_changes(
     let mut lost = notice::LostWatch::default();
     let lost_after = cfg.agent_lost_after.as_millis() as u64;
     let mut tick = tokio::time::interval(Duration::from_millis(500));
+    let mut ticks: u32 = 0;
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut post = |n: Notice| {
         if dedupe.fresh(&n) {
@@ -278,11 +280,19 @@ async fn watch_changes(
             m = fleet.recv() => match m {
                 Ok(machine) if registry.is_connected(&machine) => lost.connected(&machine),
                 Ok(machine) => lost.disconnected(&machine, karl_common::unix_ms()),
-                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                // Missed comings and goings: the next tick looks at the fleet itself.
+                Err(broadcast::error::RecvError::Lagged(_)) => ticks = 0,
                 Err(broadcast::error::RecvError::Closed) => return,
             },
             _ = tick.tick() => {
                 let now = karl_common::unix_ms();
+                // Every few seconds, the fleet as it is: a Mac whose sessions wait on it but
+                // that never came back after a coordinator restart, or a change the feed
+                // lagged past.
+                if ticks.is_multiple_of(RESYNC_TICKS) {
+                    resync(&mut lost, &engine, &registry, now);
+                }
+                ticks = ticks.wrapping_add(1);
                 for (machine, away) in lost.due(now, lost_after) {
                     let sessions: Vec<String> = engine
                         .list(false)
@@ -298,6 +308,24 @@ async fn watch_changes(
     }
 }
 
+/// Ticks between looks at the whole fleet (500 ms each).
+const RESYNC_TICKS: u32 = 10;
+
+/// Brings `lost` in line with the registry: agents back are forgotten, and the Mac of a
+/// live session with no agent connected counts as gone from `now` (if not already).
+fn resync(lost: &mut notice::LostWatch, engine: &Engine, registry: &Registry, now: u64) {
+    for m in lost.machines() {
+        if registry.is_connected(&m) {
+            lost.connected(&m);
+        }
+    }
+    for rec in engine.list(false).unwrap_or_default() {
+        if rec.status.is_live() && !registry.is_connected(&rec.machine) {
+            lost.disconnected(&rec.machine, now);
+        }
+    }
+}
+
 /// One sink's task: sends its queue in order, retrying each failure with backoff.
 async fn drain(
     sink: Arc<Sink>,
@@ -307,7 +335,12 @@ async fn drain(
 ) {
     loop {
         let n = tokio::select! {
-            _ = stop.wait_for(|s| *s) => return,
+            _ = stop.wait_for(|s| *s) => {
+                if !queue.is_empty() {
+                    tracing::warn!(target: "coord.notify", sink = %sink.name, unsent = queue.len(), "stopping with notifications not yet sent");
+                }
+                return;
+            }
             n = queue.recv() => match n { Some(n) => n, None => return },
         };
         let mut attempt = 0;
@@ -329,7 +362,10 @@ async fn drain(
                     tracing::warn!(target: "coord.notify", sink = %sink.name, kind = n.kind.as_str(), error = %e, retry_in_secs = pause.as_secs(), "notification failed; trying again");
                     sender.metrics.notified(&sink.name, "retried");
                     tokio::select! {
-                        _ = stop.wait_for(|s| *s) => return,
+                        _ = stop.wait_for(|s| *s) => {
+                            tracing::warn!(target: "coord.notify", sink = %sink.name, kind = n.kind.as_str(), session = %n.session, "stopping before this notification could be sent");
+                            return;
+                        }
                         _ = tokio::time::sleep(pause) => {}
                     }
                 }
@@ -400,7 +436,13 @@ impl Sender {
         let resp = req
             .send()
             .await
-            .map_err(|e| SendError::transient(format!("POST to {host} failed: {e}")))?;
+            // Without the URL: a webhook's path is its secret, and this text is logged.
+            .map_err(|e| {
+                SendError::transient(format!(
+                    "POST to {host} failed: {}",
+                    error_chain(&e.without_url())
+                ))
+            })?;
         let status = resp.status();
         if status.is_success() {
             return Ok(());
@@ -419,6 +461,20 @@ impl Sender {
             Err(SendError::permanent(message))
         }
     }
+}
+
+/// An error and its sources on one line (reqwest's own text stops at "error sending request").
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut src = e.source();
+    while let Some(s) = src {
+        let text = s.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        src = s.source();
+    }
+    parts.join(": ")
 }
 
 /// Runs a command sink: no shell, the notice as JSON on stdin, its fields in the env.

@@ -98,8 +98,9 @@ impl Notice {
 }
 
 /// The notice a record change calls for, if any: entering escalated (or escalated anew for
-/// another reason), a permission waiting under `escalate`, reaching a usage limit, ending
-/// done or failed. Stopping (an operator's own act) and pausing call for none.
+/// another reason, or for a new permission prompt), a permission waiting under `escalate`,
+/// reaching a usage limit, ending done or failed. Stopping (an operator's own act) and
+/// pausing call for none.
 pub fn on_change(before: &SessionRecord, after: &SessionRecord, now_ms: u64) -> Option<Notice> {
     if before.id != after.id {
         return None;
@@ -114,8 +115,9 @@ pub fn on_change(before: &SessionRecord, after: &SessionRecord, now_ms: u64) -> 
         unix_ms: now_ms,
     };
     let entered = after.status != before.status;
+    let new_prompt = after.pending_permission.is_some() && before.pending_permission.is_none();
     match after.status {
-        Status::Escalated if entered || after.reason != before.reason => {
+        Status::Escalated if entered || after.reason != before.reason || new_prompt => {
             return Some(match &after.pending_permission {
                 Some(p) => {
                     let asks = format!("{} {}", p.tool, p.action).trim().to_string();
@@ -124,11 +126,16 @@ pub fn on_change(before: &SessionRecord, after: &SessionRecord, now_ms: u64) -> 
                     } else {
                         asks
                     };
+                    let why = if after.reason.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", after.reason)
+                    };
                     make(
                         NoticeKind::Permission,
                         "permission waiting",
                         format!(
-                            "{asks} — approve or deny: karl-ctl approve|deny {}",
+                            "{asks}{why} — answer with karl-ctl approve|deny {}",
                             after.id
                         ),
                     )
@@ -192,6 +199,11 @@ impl LostWatch {
 
     pub fn connected(&mut self, machine: &str) {
         self.gone.remove(machine);
+    }
+
+    /// The machines counted as gone.
+    pub fn machines(&self) -> Vec<String> {
+        self.gone.keys().cloned().collect()
     }
 
     /// Machines away for at least `after_ms` and not yet reported, with how long (ms).
@@ -292,12 +304,21 @@ mod tests {
         });
         let n = on_change(&before, &perm, 1).unwrap();
         assert_eq!(n.kind, NoticeKind::Permission);
-        assert!(
-            n.text.starts_with(
-                "Bash command rm -rf build — approve or deny: karl-ctl approve|deny s-1"
-            ),
-            "{}",
-            n.text
+        assert_eq!(
+            n.text,
+            "Bash command rm -rf build (permission prompt (policy escalate)) — answer with karl-ctl approve|deny s-1"
+        );
+        // A failed answer escalates anew for another reason: news, and it says why.
+        let mut unanswered = perm.clone();
+        unanswered.reason = "the answer did not land; answer it in the pane".into();
+        let n = on_change(&perm, &unanswered, 2).unwrap();
+        assert!(n.text.contains("the answer did not land"), "{}", n.text);
+        // A second prompt while still escalated for the same reason is news too.
+        let mut between = perm.clone();
+        between.pending_permission = None;
+        assert_eq!(
+            on_change(&between, &perm, 3).unwrap().kind,
+            NoticeKind::Permission
         );
 
         let done = with(|r| {

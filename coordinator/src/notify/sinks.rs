@@ -102,7 +102,13 @@ pub struct Sink {
 
 impl Sink {
     pub fn wants(&self, kind: NoticeKind) -> bool {
-        kind == NoticeKind::Test || self.events.contains(&kind)
+        match (&self.target, kind) {
+            (_, NoticeKind::Test) => true,
+            // The pane's Mac is the one that is lost: only a sink with a Mac of its own
+            // can show that.
+            (Target::Macos { machine: None }, NoticeKind::AgentLost) => false,
+            _ => self.events.contains(&kind),
+        }
     }
 }
 
@@ -322,6 +328,9 @@ pub fn http_request(target: &Target, n: &Notice) -> Option<HttpPost> {
         body: body.to_string(),
     };
     let place = n.place();
+    // Discord refuses content over 2,000 characters and ntfy turns a body over 4 KB into an
+    // attachment: a screen line is never worth losing the notice over.
+    let text = cut(&n.text, MAX_TEXT_CHARS);
     match target {
         // The notice as it is: kind, session, machine, pane, title, text, unix_ms.
         Target::Webhook { url, headers } => Some(json(
@@ -333,14 +342,19 @@ pub fn http_request(target: &Target, n: &Notice) -> Option<HttpPost> {
             url,
             Vec::new(),
             serde_json::json!({
-                "text": format!("*{}*\n{}\n_{}_", n.title, n.text, place),
+                "text": format!(
+                    "*{}*\n{}\n_{}_",
+                    slack_escape(&n.title),
+                    slack_escape(&text),
+                    slack_escape(&place)
+                ),
             }),
         )),
         Target::Discord { url } => Some(json(
             url,
             Vec::new(),
             serde_json::json!({
-                "content": format!("**{}**\n{}\n*{}*", n.title, n.text, place),
+                "content": format!("**{}**\n{}\n*{}*", n.title, text, place),
                 // A session's text is not allowed to ping anyone.
                 "allowed_mentions": {"parse": []},
             }),
@@ -361,11 +375,33 @@ pub fn http_request(target: &Target, n: &Notice) -> Option<HttpPost> {
                 url: url.clone(),
                 headers,
                 content_type: "text/plain; charset=utf-8",
-                body: format!("{}\n{}", n.text, place),
+                body: format!("{text}\n{place}"),
             })
         }
         Target::Command { .. } | Target::Macos { .. } => None,
     }
+}
+
+/// Longest notice text a chat message carries (with title and place it stays under
+/// Discord's 2,000 characters and ntfy's 4 KB).
+const MAX_TEXT_CHARS: usize = 1_200;
+
+/// `s` cut to `max` characters, marked with `…` when cut.
+fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Slack's message text: `&`, `<` and `>` escaped, so pane text cannot mention a channel
+/// (`<!channel>`) or forge a link.
+fn slack_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// A header value from free text: printable ASCII only (ntfy reads UTF-8 titles only when
@@ -532,7 +568,7 @@ mod tests {
         }));
         assert_eq!(
             s["text"],
-            "*KARL: needs you — billing*\nstuck \"here\" <@everyone>\n_mac2 agent-codex:1.1_"
+            "*KARL: needs you — billing*\nstuck \"here\" &lt;@everyone&gt;\n_mac2 agent-codex:1.1_"
         );
         let d = body(&post(Target::Discord {
             url: "https://h/d".into(),
@@ -574,5 +610,53 @@ mod tests {
         let env = command_env(&n);
         assert!(env.contains(&("KARL_NOTICE_KIND", "escalated".into())));
         assert!(env.contains(&("KARL_NOTICE_PANE", "agent-codex:1.1".into())));
+    }
+
+    #[test]
+    fn a_long_screen_line_is_cut_to_fit_every_service() {
+        let mut n = notice(NoticeKind::Escalated);
+        n.text = "é".repeat(10_000);
+        let d = http_request(
+            &Target::Discord {
+                url: "https://h/d".into(),
+            },
+            &n,
+        )
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&d.body).unwrap();
+        let content = v["content"].as_str().unwrap();
+        assert!(
+            content.chars().count() <= 2_000,
+            "{}",
+            content.chars().count()
+        );
+        assert!(content.contains('…'));
+        let ntfy = http_request(
+            &Target::Ntfy {
+                url: "https://n/t".into(),
+                token: None,
+            },
+            &n,
+        )
+        .unwrap();
+        assert!(ntfy.body.len() <= 4_096, "{}", ntfy.body.len());
+        // The webhook gets the notice whole.
+        let w = http_request(
+            &Target::Webhook {
+                url: "https://h/w".into(),
+                headers: vec![],
+            },
+            &n,
+        )
+        .unwrap();
+        assert!(w.body.len() > 20_000);
+    }
+
+    #[test]
+    fn a_macos_sink_on_the_pane_s_mac_cannot_hear_that_mac_is_lost() {
+        let cfg = parse("[[sink]]\nkind = \"macos\"\n[[sink]]\nname = \"desk\"\nkind = \"macos\"\nmachine = \"mac1\"").unwrap();
+        assert!(!cfg.sinks[0].wants(NoticeKind::AgentLost));
+        assert!(cfg.sinks[0].wants(NoticeKind::Escalated));
+        assert!(cfg.sinks[1].wants(NoticeKind::AgentLost));
     }
 }
