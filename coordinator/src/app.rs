@@ -18,7 +18,7 @@ use crate::notify::Notifier;
 use crate::registry::Registry;
 use crate::server::{serve, tls_config, Closing, ServerState};
 use crate::store::Store;
-use crate::web::WebState;
+use crate::web::{WebState, WebTls};
 
 /// Runs the coordinator on `listener` until `shutdown` completes.
 pub async fn run(
@@ -28,6 +28,11 @@ pub async fn run(
 ) -> Result<()> {
     // Files first: a bad certificate is a startup error, before anything else opens.
     let tls = cfg.tls.as_ref().map(tls_config).transpose()?;
+    // The dashboard serves HTTPS (and mTLS) with the same files when TLS is on.
+    let web_tls = match (&cfg.tls, cfg.http) {
+        (Some(t), Some(_)) => Some(crate::web::tls::acceptor(t)?),
+        _ => None,
+    };
     if tls.is_some() && cfg.local_agent {
         return Err(CoordError::InvalidArgument(
             "--local-agent cannot dial a TLS listener: run karl-agent beside the coordinator instead".into(),
@@ -90,8 +95,8 @@ pub async fn run(
     let addr = listener
         .local_addr()
         .map_err(|e| CoordError::Internal(format!("listener has no address: {e}")))?;
-    let dashboard =
-        dashboard_listener.map(|l| start_dashboard(&cfg, l, &engine, &registry, stop_rx.clone()));
+    let dashboard = dashboard_listener
+        .map(|l| start_dashboard(&cfg, l, web_tls, &engine, &registry, stop_rx.clone()));
 
     let local_pane = match (&cfg.local_pane, cfg.local_agent) {
         (Some(pane), true) => Some(start_local_pane(&cfg, pane).await?),
@@ -161,13 +166,19 @@ async fn stopped(mut stop: tokio::sync::watch::Receiver<bool>) {
 fn start_dashboard(
     cfg: &CoordConfig,
     listener: TcpListener,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
     engine: &Arc<Engine>,
     registry: &Arc<Registry>,
     stop: tokio::sync::watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
+    let tls = WebTls {
+        https: acceptor.is_some(),
+        client_certs: acceptor.is_some() && cfg.tls.as_ref().is_some_and(|t| t.client_ca.is_some()),
+    };
     match listener.local_addr() {
         Ok(at) => {
-            tracing::info!(target: "coord", dashboard = %format!("http://{at}/"), auth = cfg.token.is_some(), "dashboard listening");
+            let scheme = if tls.https { "https" } else { "http" };
+            tracing::info!(target: "coord", dashboard = %format!("{scheme}://{at}/"), token = cfg.token.is_some(), mtls = tls.client_certs, "dashboard listening");
         }
         Err(e) => {
             tracing::warn!(target: "coord", error = %e, "the dashboard's listener has no address")
@@ -179,13 +190,14 @@ fn start_dashboard(
         registry: registry.clone(),
         token: cfg.token.as_deref().map(Arc::from),
         closing,
+        tls,
     };
     tokio::spawn(async move {
         let shutdown = async move {
             stopped(stop).await;
             let _ = close.send(true);
         };
-        if let Err(e) = crate::web::serve(listener, state, shutdown).await {
+        if let Err(e) = crate::web::serve(listener, state, acceptor, shutdown).await {
             tracing::error!(target: "coord", error = %e, "the dashboard stopped serving");
         }
     })

@@ -549,3 +549,134 @@ async fn model_client_speaks_https_and_names_an_untrusted_certificate() {
     assert_eq!(err.kind(), "bad_config", "{err}");
     assert!(err.to_string().contains(&s(&pki.server_key)), "{err}");
 }
+
+/// One HTTPS request to the dashboard: its status, headers and body, or why it failed.
+async fn dash(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    token: Option<&str>,
+) -> Result<(u16, reqwest::header::HeaderMap, String), String> {
+    let mut req = client.request(method, url);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let resp = req.send().await.map_err(|e| format!("{e:?}"))?;
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    Ok((status, headers, resp.text().await.unwrap_or_default()))
+}
+
+fn trusting(pki: &Pki, identity: Option<(&Path, &Path)>) -> reqwest::Client {
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(&pki.ca).unwrap()).unwrap();
+    let mut b = reqwest::Client::builder()
+        .add_root_certificate(ca)
+        .redirect(reqwest::redirect::Policy::none());
+    if let Some((cert, key)) = identity {
+        let mut pem = std::fs::read(cert).unwrap();
+        pem.extend(std::fs::read(key).unwrap());
+        b = b.identity(reqwest::Identity::from_pem(&pem).unwrap());
+    }
+    b.build().unwrap()
+}
+
+/// The gRPC port opens before the dashboard's (the gate's model loads between the two).
+fn wait_dashboard(port: u16) {
+    wait_for(Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+    })
+    .expect("the dashboard never listened");
+}
+
+#[test]
+fn the_dashboard_speaks_https_with_the_token_and_mtls_with_the_certificate() {
+    use reqwest::Method;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+
+    // TLS without client certificates: HTTPS, and the token still guards every page.
+    let scratch = Scratch::new();
+    let pki = Pki::new(scratch.dir.path());
+    let port = free_port();
+    let mut args = pki.server_args();
+    args.extend(["--http".to_string(), format!("127.0.0.1:{port}")]);
+    let coord = Coord::start(&scratch, Some(TOKEN), &strs(&args));
+    wait_dashboard(port);
+    let base = format!("https://localhost:{port}");
+    rt.block_on(async {
+        let client = trusting(&pki, None);
+        let fleet = format!("{base}/api/fleet");
+        let (status, _, body) = dash(&client, Method::GET, &fleet, None).await.unwrap();
+        assert_eq!(status, 401, "{body}");
+        let (status, _, body) = dash(&client, Method::GET, &fleet, Some(TOKEN))
+            .await
+            .unwrap();
+        assert_eq!(status, 200, "{body}");
+        // The login cookie is Secure over HTTPS.
+        let resp = client
+            .post(format!("{base}/login"))
+            .form(&[("token", TOKEN)])
+            .send()
+            .await
+            .unwrap();
+        let cookie = resp.headers()["set-cookie"].to_str().unwrap().to_string();
+        assert!(
+            cookie.contains("; Secure") && cookie.contains("HttpOnly"),
+            "{cookie}"
+        );
+        // Plain HTTP to the HTTPS port gets nothing.
+        let plain = dash(
+            &reqwest::Client::new(),
+            Method::GET,
+            &format!("http://127.0.0.1:{port}/api/fleet"),
+            Some(TOKEN),
+        )
+        .await;
+        assert!(plain.is_err(), "{plain:?}");
+    });
+    drop(coord);
+
+    // mTLS: the certificate is the login; none, or one from another CA, gets no page.
+    let scratch = Scratch::new();
+    let pki = Pki::new(scratch.dir.path());
+    let port = free_port();
+    let mut args = pki.server_args();
+    args.extend([
+        "--tls-client-ca".to_string(),
+        s(&pki.ca),
+        "--http".to_string(),
+        format!("127.0.0.1:{port}"),
+    ]);
+    let _coord = Coord::start(&scratch, Some(TOKEN), &strs(&args));
+    wait_dashboard(port);
+    let base = format!("https://localhost:{port}");
+    rt.block_on(async {
+        let fleet = format!("{base}/api/fleet");
+        let mine = trusting(&pki, Some((&pki.client_cert, &pki.client_key)));
+        let (status, _, body) = dash(&mine, Method::GET, &fleet, None).await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        let (status, _, page) = dash(&mine, Method::GET, &format!("{base}/"), None)
+            .await
+            .unwrap();
+        assert_eq!(status, 200);
+        assert!(
+            !page.contains("name=\"token\""),
+            "no login form under mTLS: {page}"
+        );
+        // Actions still need the page's header.
+        let (status, _, _) = dash(
+            &mine,
+            Method::POST,
+            &format!("{base}/api/sessions/none/pause"),
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(status, 403);
+
+        let bare = dash(&trusting(&pki, None), Method::GET, &fleet, Some(TOKEN)).await;
+        assert!(bare.is_err(), "no client certificate got {bare:?}");
+        let other = trusting(&pki, Some((&pki.other_client_cert, &pki.other_client_key)));
+        let theirs = dash(&other, Method::GET, &fleet, Some(TOKEN)).await;
+        assert!(theirs.is_err(), "another CA's certificate got {theirs:?}");
+    });
+}

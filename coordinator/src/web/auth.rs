@@ -2,8 +2,9 @@
 //!
 //! A request gets in with `Authorization: Bearer TOKEN` (scrapers, scripts) or with the
 //! `karl_token` cookie the login form sets once (browsers: HttpOnly, SameSite=Strict, a
-//! year). Without a token configured — which config validation allows only on loopback —
-//! everything gets in. A POST under `/api/` must also carry `X-Karl-Request: 1`, a header
+//! year; Secure over HTTPS). Under mTLS the client certificate the handshake verified is
+//! the login. Without a token configured — which config validation allows only on
+//! loopback — everything gets in. A POST under `/api/` must also carry `X-Karl-Request: 1`, a header
 //! only the page's own script sends: another site's form cannot act with the cookie.
 
 use axum::extract::{Request, State};
@@ -62,7 +63,7 @@ pub fn authorized(headers: &HeaderMap, expected: &str) -> bool {
 /// The layer in front of every page, feed and action.
 pub async fn require(State(state): State<WebState>, req: Request, next: Next) -> Response {
     let is_api = req.uri().path().starts_with("/api/");
-    if let Some(token) = state.token.as_deref() {
+    if let Some(token) = state.token.as_deref().filter(|_| !state.tls.client_certs) {
         if !authorized(req.headers(), token) {
             return if req.uri().path() == "/" {
                 (StatusCode::UNAUTHORIZED, super::login_page("")).into_response()
@@ -100,16 +101,29 @@ pub async fn login(State(state): State<WebState>, Form(form): Form<Login>) -> Re
             .into_response();
     }
     let cookie = format!(
-        "{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000",
-        hex(given)
+        "{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000{}",
+        hex(given),
+        secure(&state)
     );
     ([(header::SET_COOKIE, cookie)], Redirect::to("/")).into_response()
 }
 
 /// Forgets the cookie.
-pub async fn logout() -> Response {
-    let cookie = format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+pub async fn logout(State(state): State<WebState>) -> Response {
+    let cookie = format!(
+        "{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{}",
+        secure(&state)
+    );
     ([(header::SET_COOKIE, cookie)], Redirect::to("/")).into_response()
+}
+
+/// Over HTTPS the cookie is never sent in the clear.
+fn secure(state: &WebState) -> &'static str {
+    if state.tls.https {
+        "; Secure"
+    } else {
+        ""
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! - [`api`]: the JSON the pages read and the actions they post (thin: engine → [`view`]).
 //! - [`view`]: what each page shows, built from records (pure).
 //! - [`live`]: server-sent events telling open pages what changed.
+//! - [`tls`]: HTTPS and mTLS from the coordinator's `[tls]` settings (its accept loop).
 //! - `assets/`: the pages' HTML, script and style, embedded in the binary (no CDN, no
 //!   fonts, no build step).
 //!
@@ -15,6 +16,7 @@
 pub mod api;
 pub mod auth;
 pub mod live;
+pub mod tls;
 pub mod view;
 
 use std::future::Future;
@@ -43,6 +45,17 @@ pub struct WebState {
     pub token: Option<Arc<str>>,
     /// Live feeds end when the coordinator stops.
     pub closing: Closing,
+    pub tls: WebTls,
+}
+
+/// How the dashboard is reached.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WebTls {
+    /// Served over HTTPS: the login cookie is `Secure`.
+    pub https: bool,
+    /// mTLS: every connection presented a certificate the client CA signed, which is its
+    /// login (no token asked).
+    pub client_certs: bool,
 }
 
 const INDEX: &str = include_str!("assets/index.html");
@@ -106,17 +119,26 @@ async fn style() -> Response {
     asset("text/css; charset=utf-8", STYLE)
 }
 
-/// Serves the dashboard on `listener` until `shutdown` completes; live feeds end then, so
-/// nothing holds the graceful shutdown up.
+/// Serves the dashboard on `listener` until `shutdown` completes, over TLS with `tls`;
+/// live feeds end then, so nothing holds the graceful shutdown up.
 pub async fn serve(
     listener: TcpListener,
     state: WebState,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = router(state).layer(axum::middleware::from_fn(time_limit));
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    match tls {
+        Some(acceptor) => {
+            tls::serve(listener, acceptor, app, shutdown).await;
+            Ok(())
+        }
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+        }
+    }
 }
 
 /// Bounds every request but the live feed to [`REQUEST_TIMEOUT`] (time to the response
