@@ -97,7 +97,7 @@ pub fn tls_config(tls: &ServerTls) -> Result<ServerTlsConfig> {
 }
 
 /// An error and its sources on one line.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut parts = vec![e.to_string()];
     let mut src = e.source();
     while let Some(s) = src {

@@ -31,6 +31,7 @@ use crate::engine::Engine;
 use crate::error::{CoordError, Result};
 use crate::metrics::Metrics;
 use crate::registry::Registry;
+use crate::server::error_chain;
 use policy::{Dedupe, RateLimit};
 
 /// An HTTP sink's request, and a command sink's run, must end within this.
@@ -461,20 +462,6 @@ impl Sender {
             Err(SendError::permanent(message))
         }
     }
-}
-
-/// An error and its sources on one line (reqwest's own text stops at "error sending request").
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts = vec![e.to_string()];
-    let mut src = e.source();
-    while let Some(s) = src {
-        let text = s.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        src = s.source();
-    }
-    parts.join(": ")
 }
 
 /// Runs a command sink: no shell, the notice as JSON on stdin, its fields in the env.
