@@ -186,50 +186,46 @@ impl Notifier {
     }
 
     async fn test_one(&self, s: &Sink, machine: &str, now: u64) -> Vec<pb::NotifyResult> {
-        let mut results = Vec::new();
-        {
-            let machines: Vec<String> = match &s.target {
-                // A sink with a Mac of its own shows it there, whatever was asked.
-                Target::Macos { machine: Some(m) } => vec![m.clone()],
-                Target::Macos { .. } if machine.is_empty() => self
-                    .sender
-                    .registry
-                    .list()
-                    .into_iter()
-                    .map(|a| a.machine)
-                    .collect(),
-                _ => vec![machine.to_string()],
+        let result =
+            |target: String, r: std::result::Result<(), SendError>, elapsed_ms| pb::NotifyResult {
+                sink: s.name.clone(),
+                kind: s.target.kind().as_str().into(),
+                ok: r.is_ok(),
+                error: r.err().map(|e| e.message).unwrap_or_default(),
+                elapsed_ms,
+                target,
             };
-            if machines.is_empty() {
-                results.push(pb::NotifyResult {
-                    sink: s.name.clone(),
-                    kind: s.target.kind().as_str().into(),
-                    ok: false,
-                    error: "no agent is connected to show it on: start karl-agent on a Mac, or give --machine".into(),
-                    elapsed_ms: 0,
-                    target: s.target.describe(),
-                });
-            }
-            for m in machines {
-                let n = Notice::test(&m, now);
-                let started = Instant::now();
-                let r = self.sender.send(s, &n).await;
-                self.sender
-                    .metrics
-                    .notified(&s.name, if r.is_ok() { "sent" } else { "failed" });
-                let target = match &s.target {
-                    Target::Macos { .. } => m.clone(),
-                    t => t.describe(),
-                };
-                results.push(pb::NotifyResult {
-                    sink: s.name.clone(),
-                    kind: s.target.kind().as_str().into(),
-                    ok: r.is_ok(),
-                    error: r.err().map(|e| e.message).unwrap_or_default(),
-                    elapsed_ms: started.elapsed().as_millis() as u64,
-                    target,
-                });
-            }
+        let machines: Vec<String> = match &s.target {
+            // A sink with a Mac of its own shows it there, whatever was asked.
+            Target::Macos { machine: Some(m) } => vec![m.clone()],
+            Target::Macos { .. } if machine.is_empty() => self
+                .sender
+                .registry
+                .list()
+                .into_iter()
+                .map(|a| a.machine)
+                .collect(),
+            _ => vec![machine.to_string()],
+        };
+        if machines.is_empty() {
+            let none = SendError::permanent(
+                "no agent is connected to show it on: start karl-agent on a Mac, or give --machine"
+                    .into(),
+            );
+            return vec![result(s.target.describe(), Err(none), 0)];
+        }
+        let mut results = Vec::new();
+        for m in machines {
+            let started = Instant::now();
+            let r = self.sender.send(s, &Notice::test(&m, now)).await;
+            self.sender
+                .metrics
+                .notified(&s.name, if r.is_ok() { "sent" } else { "failed" });
+            let target = match &s.target {
+                Target::Macos { .. } => m,
+                t => t.describe(),
+            };
+            results.push(result(target, r, started.elapsed().as_millis() as u64));
         }
         results
     }
