@@ -17,6 +17,7 @@
 //!   offline `context` command).
 //! - [`model`]: the OpenAI-compatible model client with retries and fallback endpoints.
 //! - [`metrics`]: Prometheus counters and gauges (rendered, not served).
+//! - [`export`]: the store as training data — SFT examples and preference pairs.
 //! - [`notify`]: notifications — what a human should hear of, and the sinks that tell them.
 //! - [`web`]: the dashboard and `/metrics` over HTTP (axum), its pages embedded.
 
@@ -26,6 +27,7 @@ pub use karl_common::context;
 pub mod control;
 pub mod engine;
 pub mod error;
+pub mod export;
 pub mod link;
 pub mod metrics;
 pub mod model;

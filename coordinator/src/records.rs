@@ -11,7 +11,7 @@ use karl_common::evidence::Source;
 use karl_common::gate::Rule;
 use serde::{Deserialize, Serialize};
 
-use crate::context::{Digest, Outcome, TaskGraph};
+use crate::context::{ChatMessage, Digest, Outcome, TaskGraph};
 
 /// Where a session stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -402,6 +402,32 @@ pub struct TurnRecord {
     pub response: String,
     /// What the outcome was judged on.
     pub judged_by: Source,
+    /// The exact messages of each request the turn made to the twin for a prompt, in
+    /// order (second opinions are not kept). The last one produced the typed prompt when
+    /// it came from the model. What `karl-ctl export` trains on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub asked: Vec<Vec<ChatMessage>>,
+    /// The twin's candidates the gate refused in this turn, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<RefusedCandidate>,
+    /// The active task when the turn was committed (its title; empty without a plan).
+    pub task: String,
+    /// Why an operator overrode the turn (typed into the pane or stopped the session
+    /// before it was judged); empty when nobody did.
+    pub overridden: String,
+}
+
+/// A candidate the gate refused, as the exporter needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct RefusedCandidate {
+    pub text: String,
+    /// The rules that refused it (`destructive`, `status`, …).
+    pub rules: Vec<String>,
+    /// The gate's words (`status: asks for a status report; …`).
+    pub reason: String,
+    /// Which of the turn's requests ([`TurnRecord::asked`]) it answered.
+    pub asked: u32,
 }
 
 impl TurnRecord {

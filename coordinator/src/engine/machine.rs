@@ -101,6 +101,8 @@ pub enum Command {
     Stop,
     /// Approve (true) or deny the pending permission prompt.
     Decide(bool),
+    /// The operator typed into the pane (`karl-ctl send`): the last turn was overridden.
+    Override,
 }
 
 /// Why an agent call failed: `fatal` when the agent answered with a refusal (the pane
@@ -433,8 +435,14 @@ impl Session {
                     self.on_snapshot(s);
                 }
             }
-            Command::Stop => self.finish(Status::Stopped, "stopped by the operator".into()),
+            Command::Stop => {
+                if self.rec.awaiting_outcome {
+                    self.overridden("the operator stopped the session before the turn was judged");
+                }
+                self.finish(Status::Stopped, "stopped by the operator".into())
+            }
             Command::Decide(approve) => self.answer_permission(approve, "the operator"),
+            Command::Override => self.overridden("the operator typed into the pane"),
         }
     }
 

@@ -15,8 +15,10 @@ use karl_common::gate::{GateContext, Verdict};
 
 use super::machine::Deps;
 use crate::context::{clean_reply_guarded, EchoGuard, PaneSignal, Rejection, REPLY_MAX_CHARS};
-use crate::model::ChatRequest;
-use crate::records::{SessionRecord, TurnSource};
+use crate::model::{ChatMessage, ChatRequest};
+#[cfg(doc)]
+use crate::records::TurnRecord;
+use crate::records::{RefusedCandidate, SessionRecord, TurnSource};
 
 /// How many answers the model gets per turn before the plan step takes over.
 pub const MODEL_ATTEMPTS: usize = 3;
@@ -32,6 +34,10 @@ pub struct Candidate {
     pub prompt_tokens: u32,
     /// Of those, what the server's prefix cache held (0: not reported).
     pub cached_tokens: u32,
+    /// The messages of each model request made for it (see [`TurnRecord::asked`]).
+    pub asked: Vec<Vec<ChatMessage>>,
+    /// The model's candidates the gate refused on the way.
+    pub refused: Vec<RefusedCandidate>,
 }
 
 /// A model reply as the search needs it.
@@ -69,6 +75,9 @@ pub struct PromptSearch {
     echo: EchoGuard,
     /// A candidate waiting for the model's second opinion.
     doubted: Option<Box<Doubted>>,
+    /// Every request made for a prompt, and the candidates refused: kept for export.
+    requests: Vec<Vec<ChatMessage>>,
+    refused: Vec<RefusedCandidate>,
 }
 
 /// A candidate the gate passed in doubt, and the answer it came in.
@@ -93,6 +102,8 @@ impl PromptSearch {
             asked: None,
             echo: EchoGuard::default(),
             doubted: None,
+            requests: Vec::new(),
+            refused: Vec::new(),
         }
     }
 
@@ -112,6 +123,7 @@ impl PromptSearch {
         allowed.extend(rec.tasks.tasks.iter().map(|t| t.title.as_str()));
         allowed.extend(rec.history.iter().map(String::as_str));
         self.echo = EchoGuard::new(&ctx.messages, &allowed);
+        self.requests.push(ctx.messages.clone());
         Step::Ask(ChatRequest::new(ctx.messages))
     }
 
@@ -200,6 +212,8 @@ impl PromptSearch {
                 latency_ms: answer.latency_ms,
                 prompt_tokens: answer.prompt_tokens.unwrap_or(0),
                 cached_tokens: answer.cached_tokens.unwrap_or(0),
+                asked: std::mem::take(&mut self.requests),
+                refused: std::mem::take(&mut self.refused),
             });
         }
         rec.gated += 1;
@@ -209,6 +223,16 @@ impl PromptSearch {
         let why = verdict_lines(&verdict).join("; ");
         self.lines
             .push(format!("blocked: {why} — {:?}", truncate(&text, 120)));
+        self.refused.push(RefusedCandidate {
+            text: text.clone(),
+            rules: verdict
+                .reasons
+                .iter()
+                .map(|r| r.rule.as_str().to_string())
+                .collect(),
+            reason: why.clone(),
+            asked: u32::try_from(self.requests.len().saturating_sub(1)).unwrap_or(u32::MAX),
+        });
         self.rejections.push(Rejection { reason: why, text });
         if self.rejections.len() < MODEL_ATTEMPTS {
             self.ask(rec, deps)
@@ -251,6 +275,8 @@ impl PromptSearch {
                     latency_ms: 0,
                     prompt_tokens: 0,
                     cached_tokens: 0,
+                    asked: std::mem::take(&mut self.requests),
+                    refused: std::mem::take(&mut self.refused),
                 });
             } else {
                 self.lines.push(format!(
@@ -282,6 +308,8 @@ impl PromptSearch {
             latency_ms: 0,
             prompt_tokens: 0,
             cached_tokens: 0,
+            asked: std::mem::take(&mut self.requests),
+            refused: std::mem::take(&mut self.refused),
         })
     }
 }

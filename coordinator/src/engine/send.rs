@@ -1,12 +1,13 @@
 //! `karl-ctl send`: one prompt typed into a pane outside any session, through the gate
-//! unless forced, and audited either way.
+//! unless forced, and audited either way. Typed into a pane a session drives, it marks
+//! that session's last turn as overridden by the operator.
 
 use karl_common::gate::GateContext;
 use karl_common::pb;
 use karl_common::target::PaneTarget;
 use karl_common::unix_ms;
 
-use super::{inject_label, lock, prompt, Engine};
+use super::{inject_label, inject_status, lock, prompt, Command, Engine};
 use crate::error::Result;
 use crate::records::{AuditEntry, AuditKind};
 
@@ -90,6 +91,12 @@ impl Engine {
         store
             .append_audit(&audit(AuditKind::Inject, inject_label(&result)))
             .await?;
+        // The operator took the wheel: the session's last turn is no example to learn from.
+        if !rec.id.is_empty() && inject_status(&result).0.landed() {
+            if let Err(e) = self.command(&rec.id, Command::Override).await {
+                tracing::debug!(target: "coord.engine", session = %rec.id, error = %e, "could not mark the last turn overridden");
+            }
+        }
         Ok((result, reasons))
     }
 }

@@ -95,6 +95,13 @@ impl Session {
             },
             unix_ms: now,
             state: d.state,
+            asked: c.asked,
+            refused: c.refused,
+            task: rec
+                .tasks
+                .active()
+                .map(|t| t.title.clone())
+                .unwrap_or_default(),
             ..Default::default()
         };
         rec.turns = n;
@@ -268,6 +275,27 @@ impl Session {
         });
         let event = format!("turn {n} outcome: {}", turn.outcome.as_str());
         self.publish(Some(turn), &event);
+    }
+
+    /// Marks the last turn as overridden by the operator, so it never becomes a training
+    /// example (the first reason is kept).
+    pub(super) fn overridden(&mut self, why: &str) {
+        let n = self.rec.turns;
+        let Some(mut turn) = self.recent.iter().rev().find(|t| t.n == n).cloned() else {
+            return;
+        };
+        if !turn.overridden.is_empty() {
+            return;
+        }
+        turn.overridden = why.to_string();
+        self.remember(turn.clone());
+        self.out.push(Effect::CommitTurn {
+            record: self.rec.clone(),
+            turn,
+            audit: Vec::new(),
+            durable: false,
+            ack: false,
+        });
     }
 
     /// Keeps the last five turns in memory (replacing an earlier copy of the same turn).

@@ -276,6 +276,26 @@ impl Store {
             .collect()
     }
 
+    /// Every session record, in id order, read one at a time (for a scan over a large
+    /// store in bounded memory).
+    pub fn sessions_iter<T: DeserializeOwned>(&self) -> impl Iterator<Item = Result<T>> {
+        self.sessions
+            .iter()
+            .values()
+            .map(|v| from_json("sessions", &v?))
+    }
+
+    /// A session's turns in order, read one at a time.
+    pub fn turns_iter<T: DeserializeOwned>(
+        &self,
+        session_id: &str,
+    ) -> impl Iterator<Item = Result<T>> {
+        self.turns
+            .scan_prefix(turn_prefix(session_id))
+            .values()
+            .map(|v| from_json("turns", &v?))
+    }
+
     /// Appends an audit line and waits for the disk.
     pub async fn append_audit(&self, entry: &AuditEntry) -> Result<()> {
         let id = self.db.generate_id()?;
