@@ -16,6 +16,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tonic::{Request, Response, Status};
 
 use crate::engine::{Command, Drive, Engine};
+use crate::export::Chunk;
 use crate::notify::Notifier;
 use crate::registry::{AgentReport, Registry, AGENT_CALL_TIMEOUT};
 use crate::server::Closing;
@@ -270,6 +271,28 @@ impl pb::control_server::Control for ControlService {
         let req = req.into_inner();
         let results = self.notifier.test(&req.sink, &req.machine).await?;
         Ok(Response::new(pb::NotifyTestReply { results }))
+    }
+
+    type ExportStream = Boxed<pb::ExportChunk>;
+
+    async fn export(
+        &self,
+        req: Request<pb::ExportRequest>,
+    ) -> Result<Response<Self::ExportStream>, Status> {
+        let filter = crate::export::ExportFilter::try_from(req.into_inner())?;
+        let chunks = tokio_stream::wrappers::ReceiverStream::new(self.engine.export(filter));
+        let stream = futures::StreamExt::map(chunks, |c| match c {
+            Chunk::Lines(lines) => Ok(pb::ExportChunk {
+                lines: lines.into_iter().map(wire::export_line).collect(),
+                summary: None,
+            }),
+            Chunk::Done(s) => Ok(pb::ExportChunk {
+                lines: Vec::new(),
+                summary: Some(wire::export_summary(s)),
+            }),
+            Chunk::Failed(e) => Err(Status::internal(format!("the export failed: {e}"))),
+        });
+        Ok(Response::new(Box::pin(self.closing.end_stream(stream))))
     }
 
     async fn session_context(

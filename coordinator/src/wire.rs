@@ -11,6 +11,7 @@ use karl_common::target::PaneTarget;
 use crate::context::Context;
 use crate::engine::{Command, Drive, DriveSpec, Update};
 use crate::error::CoordError;
+use crate::export::{ExportFilter, Kind, Line, MinOutcome, Summary};
 use crate::records::{
     AuditEntry, AuditKind, InjectStatus, PermissionPolicy, SessionRecord, Status, TurnOutcome,
     TurnRecord, TurnSource,
@@ -224,6 +225,78 @@ impl TryFrom<pb::DriveRequest> for Drive {
             launch: req.launch.trim().to_string(),
             path: (!req.path.is_empty()).then_some(req.path),
         }))
+    }
+}
+
+impl TryFrom<pb::ExportRequest> for ExportFilter {
+    type Error = CoordError;
+
+    fn try_from(req: pb::ExportRequest) -> Result<Self, CoordError> {
+        let min_outcome = MinOutcome::parse(req.min_outcome.trim()).ok_or_else(|| {
+            CoordError::InvalidArgument(format!(
+                "--min-outcome {:?} is not one of progress, complete",
+                req.min_outcome
+            ))
+        })?;
+        let split = if req.split == 0.0 {
+            None
+        } else if req.split > 0.0 && req.split < 1.0 {
+            Some(req.split)
+        } else {
+            return Err(CoordError::InvalidArgument(format!(
+                "--split {} is not a share of sessions for train between 0 and 1 (e.g. 0.9)",
+                req.split
+            )));
+        };
+        if req.until_ms != 0 && req.since_ms >= req.until_ms {
+            return Err(CoordError::InvalidArgument(
+                "--since is not before --until: nothing would be exported".into(),
+            ));
+        }
+        if !req.sft && !req.pairs {
+            return Err(CoordError::InvalidArgument(
+                "nothing to export: ask for --sft FILE, --pairs FILE or both".into(),
+            ));
+        }
+        Ok(ExportFilter {
+            since_ms: req.since_ms,
+            until_ms: req.until_ms,
+            session: req.session.trim().to_string(),
+            project: req.project.trim().to_string(),
+            machine: req.machine.trim().to_string(),
+            min_outcome,
+            split,
+            sft: req.sft,
+            pairs: req.pairs,
+        })
+    }
+}
+
+pub fn export_line(l: Line) -> pb::ExportLine {
+    pb::ExportLine {
+        kind: match l.kind {
+            Kind::Sft => pb::ExportKind::Sft,
+            Kind::Pairs => pb::ExportKind::Pairs,
+        } as i32,
+        valid: l.valid,
+        json: l.json,
+    }
+}
+
+pub fn export_summary(s: Summary) -> pb::ExportSummary {
+    pb::ExportSummary {
+        sessions: s.sessions,
+        turns: s.turns,
+        sft_train: s.sft_train,
+        sft_valid: s.sft_valid,
+        pairs_train: s.pairs_train,
+        pairs_valid: s.pairs_valid,
+        sft_by_outcome: s.sft_by_outcome.into_iter().collect(),
+        pairs_by_reason: s.pairs_by_reason.into_iter().collect(),
+        skipped: s.skipped.into_iter().collect(),
+        duplicates: s.duplicates,
+        redactions: s.redactions,
+        sft_tokens: s.sft_tokens,
     }
 }
 

@@ -210,7 +210,7 @@ pub async fn run(
     eprintln!(
         "karl demo: dashboard at http://127.0.0.1:{http_port}/ (the session appears there live; metrics at /metrics)"
     );
-    let result = drive(&format!("127.0.0.1:{port}"), turns, json).await;
+    let result = drive(&format!("127.0.0.1:{port}"), turns, json, &dir).await;
     if hold {
         eprintln!(
             "karl demo: the dashboard stays up at http://127.0.0.1:{http_port}/ — Ctrl-C to end"
@@ -230,6 +230,36 @@ pub async fn run(
         log.display()
     );
     result
+}
+
+/// The flywheel's first step: the session just driven, exported as training data.
+async fn training_data(c: &mut super::client::Client, dir: &Path) -> anyhow::Result<()> {
+    let out = dir.join("training");
+    let args = super::export::ExportArgs {
+        sft: Some(out.join("sft.jsonl")),
+        pairs: Some(out.join("pairs.jsonl")),
+        since: None,
+        until: None,
+        session: None,
+        project: None,
+        machine: None,
+        min_outcome: "progress".into(),
+        split: None,
+    };
+    let (s, _) = super::export::run(c, args).await?;
+    let reasons: Vec<String> = {
+        let mut v: Vec<_> = s.pairs_by_reason.iter().collect();
+        v.sort();
+        v.into_iter().map(|(k, n)| format!("{k} {n}")).collect()
+    };
+    eprintln!(
+        "karl demo: training data in {}: {} SFT example(s) from the twin's prompts that worked, {} preference pair(s) against what the gate refused ({}) — `karl-ctl export` does this for a fleet's store",
+        out.display(),
+        s.sft_train + s.sft_valid,
+        s.pairs_train + s.pairs_valid,
+        if reasons.is_empty() { "none".to_string() } else { reasons.join(", ") }
+    );
+    Ok(())
 }
 
 /// Waits until the coordinator accepts connections; an early exit is an error with its
@@ -269,7 +299,7 @@ fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
-async fn drive(addr: &str, turns: u32, json: bool) -> anyhow::Result<ExitCode> {
+async fn drive(addr: &str, turns: u32, json: bool, dir: &Path) -> anyhow::Result<ExitCode> {
     let coord = karl_common::tls::CoordAddr::parse(addr)?;
     let mut c = super::client::connect(&coord, None).await?;
     let mut connected = false;
@@ -354,6 +384,7 @@ async fn drive(addr: &str, turns: u32, json: bool) -> anyhow::Result<ExitCode> {
             ),
         }
     );
+    training_data(&mut c, dir).await?;
     Ok(if summary.status() == pb::SessionStatus::Done {
         ExitCode::SUCCESS
     } else {

@@ -10,6 +10,7 @@
 
 pub mod client;
 mod demo;
+mod export;
 mod offline;
 mod output;
 
@@ -211,6 +212,9 @@ pub enum Command {
         #[command(subcommand)]
         action: NotifyAction,
     },
+    /// The store as training data for the next twin: SFT examples and preference pairs
+    /// (JSONL), from the turns that worked and the candidates the gate refused.
+    Export(export::ExportArgs),
     /// The audit log: every injection, refusal, forced send and permission decision.
     Audit {
         /// Only this session's entries.
@@ -565,6 +569,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if r.results.iter().any(|r| !r.ok) {
                 return Ok(ExitCode::FAILURE);
             }
+        }
+        Command::Export(args) => {
+            let (summary, files) = export::run(&mut c, args).await?;
+            output::export_summary(&summary, &files, json);
         }
         Command::Audit { session, limit } => {
             let r = c

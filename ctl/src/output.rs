@@ -450,6 +450,52 @@ pub fn notify_results(results: &[pb::NotifyResult], json: bool) {
     );
 }
 
+/// What `karl-ctl export` wrote: files, examples per split and outcome, pairs per reason.
+pub fn export_summary(s: &pb::ExportSummary, files: &[std::path::PathBuf], json: bool) {
+    if json {
+        let mut v = to_json(s);
+        v["files"] = to_json(files);
+        return print_json(&v);
+    }
+    let counts = |m: &std::collections::HashMap<String, u64>| {
+        let mut v: Vec<(&String, &u64)> = m.iter().collect();
+        v.sort();
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    println!(
+        "read {} sessions, {} turns",
+        s.sessions, s.turns
+    );
+    println!(
+        "sft examples: train {}, valid {} (by outcome: {}; ~{} tokens)",
+        s.sft_train,
+        s.sft_valid,
+        counts(&s.sft_by_outcome),
+        s.sft_tokens
+    );
+    println!(
+        "preference pairs: train {}, valid {} (by reason: {})",
+        s.pairs_train,
+        s.pairs_valid,
+        counts(&s.pairs_by_reason)
+    );
+    println!("turns not learnt from: {}", counts(&s.skipped));
+    println!(
+        "duplicates dropped {}, secrets redacted {}",
+        s.duplicates, s.redactions
+    );
+    for f in files {
+        println!("wrote {}", f.display());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

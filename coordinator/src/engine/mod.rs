@@ -435,6 +435,14 @@ impl Engine {
         Ok(rec)
     }
 
+    /// The store as training data, streamed ([`crate::export::spawn`]).
+    pub fn export(
+        &self,
+        filter: crate::export::ExportFilter,
+    ) -> mpsc::Receiver<crate::export::Chunk> {
+        crate::export::spawn(self.shared.store.clone(), filter)
+    }
+
     /// The newest `limit` audit entries (0 = 200), oldest first; `session` filters.
     pub fn audit_log(&self, session: &str, limit: u32) -> Result<Vec<AuditEntry>> {
         let limit = if limit == 0 { 200 } else { limit as usize };

@@ -93,6 +93,49 @@ pub struct Line {
     pub json: String,
 }
 
+/// What an export stream carries: lines in batches, then how it ended.
+#[derive(Debug)]
+pub enum Chunk {
+    Lines(Vec<Line>),
+    Done(Summary),
+    Failed(String),
+}
+
+/// Lines per [`Chunk::Lines`].
+pub const BATCH: usize = 64;
+
+/// Runs [`run`] on the blocking pool and streams it. The channel holds four batches, so
+/// a slow reader slows the scan instead of filling memory; a reader that goes away stops
+/// it.
+pub fn spawn(store: Store, filter: ExportFilter) -> tokio::sync::mpsc::Receiver<Chunk> {
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tokio::task::spawn_blocking(move || {
+        let mut batch = Vec::with_capacity(BATCH);
+        let r = run(&store, &filter, |line| {
+            batch.push(line);
+            batch.len() < BATCH
+                || tx
+                    .blocking_send(Chunk::Lines(std::mem::take(&mut batch)))
+                    .is_ok()
+        });
+        let end = match r {
+            Ok(summary) => {
+                if !batch.is_empty() && tx.blocking_send(Chunk::Lines(batch)).is_err() {
+                    return;
+                }
+                Chunk::Done(summary)
+            }
+            Err(ExportError::Abandoned) => return,
+            Err(e) => {
+                tracing::warn!(target: "coord.export", error = %e, "export failed");
+                Chunk::Failed(e.to_string())
+            }
+        };
+        let _ = tx.blocking_send(end);
+    });
+    rx
+}
+
 /// What an export wrote and left out.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Summary {
