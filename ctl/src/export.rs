@@ -115,7 +115,12 @@ impl Out {
         self.w
             .write_all(json.as_bytes())
             .and_then(|()| self.w.write_all(b"\n"))
-            .with_context(|| format!("cannot write {} (is the disk full?)", self.partial.display()))
+            .with_context(|| {
+                format!(
+                    "cannot write {} (is the disk full?)",
+                    self.partial.display()
+                )
+            })
     }
 
     fn finish(mut self) -> anyhow::Result<PathBuf> {
@@ -194,7 +199,9 @@ pub async fn run(
         anyhow::bail!("nothing to export: give --sft FILE, --pairs FILE or both");
     }
     if let Some(s) = args.split.filter(|s| !(*s > 0.0 && *s < 1.0)) {
-        anyhow::bail!("--split {s} is not a share of sessions for train between 0 and 1 (e.g. 0.9)");
+        anyhow::bail!(
+            "--split {s} is not a share of sessions for train between 0 and 1 (e.g. 0.9)"
+        );
     }
     let split = args.split.is_some();
     let sft_targets = args.sft.as_deref().map(|p| targets(p, split));
@@ -326,7 +333,15 @@ mod tests {
             parse_when("2024-02-29 23:59:59Z", now).unwrap(),
             1_709_251_199_000
         );
-        for bad in ["yesterday", "7x", "2026-13-01", "2026-11", "12:30", "", "-5d"] {
+        for bad in [
+            "yesterday",
+            "7x",
+            "2026-13-01",
+            "2026-11",
+            "12:30",
+            "",
+            "-5d",
+        ] {
             let e = parse_when(bad, now).unwrap_err().to_string();
             assert!(e.contains("is not a time"), "{bad}: {e}");
         }

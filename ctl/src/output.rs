@@ -469,10 +469,7 @@ pub fn export_summary(s: &pb::ExportSummary, files: &[std::path::PathBuf], json:
                 .join(", ")
         }
     };
-    println!(
-        "read {} sessions, {} turns",
-        s.sessions, s.turns
-    );
+    println!("read {} sessions, {} turns", s.sessions, s.turns);
     println!(
         "sft examples: train {}, valid {} (by outcome: {}; ~{} tokens)",
         s.sft_train,

@@ -59,6 +59,59 @@ fn with_no_model_the_scripted_twin_shows_the_gate_at_work() {
         assert!(!typed, "{refused:?} was typed:\n{stdout}");
     }
     assert!(stderr.contains("received 4 prompt(s)"), "{stderr}");
+
+    // The session became training data: each refused candidate against what was typed.
+    let (sft, pairs) = training(&stderr);
+    let mut rejected: Vec<(String, String)> = pairs
+        .iter()
+        .map(|p| {
+            (
+                p["rules"][0].as_str().unwrap_or("").to_string(),
+                p["rejected"][0]["content"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+        .collect();
+    rejected.sort();
+    assert_eq!(
+        rejected.iter().map(|(r, _)| r.as_str()).collect::<Vec<_>>(),
+        ["destructive", "exact_repeat", "status", "status"],
+        "{pairs:#?}"
+    );
+    assert!(rejected[0].1.contains("git reset --hard"), "{rejected:?}");
+    assert!(!sft.is_empty(), "no SFT example from the demo");
+    for ex in &sft {
+        let m = ex["messages"].as_array().expect("messages");
+        let typed = m.last().and_then(|x| x["content"].as_str()).unwrap_or("");
+        assert!(
+            stdout.contains(&format!("  {typed}")),
+            "{typed:?} is not a prompt the demo typed"
+        );
+        // (A repeat is refused only where it repeats: turn 1 typed it.)
+        assert!(rejected
+            .iter()
+            .all(|(rule, r)| rule == "exact_repeat" || r != typed));
+    }
+}
+
+/// The demo's exported files, found from its "training data in DIR" line.
+fn training(stderr: &str) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    let dir = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("karl demo: training data in "))
+        .and_then(|l| l.split(": ").next())
+        .unwrap_or_else(|| panic!("no training data line in:\n{stderr}"));
+    let read = |name: &str| -> Vec<serde_json::Value> {
+        let path = std::path::Path::new(dir).join(name);
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+            .collect()
+    };
+    (read("sft.jsonl"), read("pairs.jsonl"))
 }
 
 #[test]
@@ -72,4 +125,8 @@ fn with_the_test_twin_the_demo_drives_with_a_real_model() {
         "{stderr}"
     );
     assert!(stderr.contains("received 4 prompt(s)"), "{stderr}");
+    // A real model's session exports too (what it earns depends on the model).
+    let (sft, pairs) = training(&stderr);
+    assert!(sft.iter().all(|x| x["messages"].is_array()), "{sft:#?}");
+    assert!(pairs.iter().all(|x| x["prompt"].is_array()), "{pairs:#?}");
 }

@@ -101,8 +101,12 @@ pub enum Command {
     Stop,
     /// Approve (true) or deny the pending permission prompt.
     Decide(bool),
-    /// The operator typed into the pane (`karl-ctl send`): the last turn was overridden.
-    Override,
+    /// The operator typed into the pane (`karl-ctl send`) at this time: the last turn
+    /// committed before it was overridden (a turn committed while the command waited
+    /// for the session to be free is not the one overridden).
+    Override {
+        at_ms: u64,
+    },
 }
 
 /// Why an agent call failed: `fatal` when the agent answered with a refusal (the pane
@@ -437,12 +441,17 @@ impl Session {
             }
             Command::Stop => {
                 if self.rec.awaiting_outcome {
-                    self.overridden("the operator stopped the session before the turn was judged");
+                    self.overridden(
+                        "the operator stopped the session before the turn was judged",
+                        u64::MAX,
+                    );
                 }
                 self.finish(Status::Stopped, "stopped by the operator".into())
             }
             Command::Decide(approve) => self.answer_permission(approve, "the operator"),
-            Command::Override => self.overridden("the operator typed into the pane"),
+            Command::Override { at_ms } => {
+                self.overridden("the operator typed into the pane", at_ms)
+            }
         }
     }
 

@@ -427,7 +427,7 @@ impl Engine {
             Command::Resume => r.status != Status::Paused,
             Command::Stop => !r.status.is_live(),
             Command::Decide(_) => r.updated_ms != before,
-            Command::Override => true,
+            Command::Override { .. } => true,
         };
         let wait = view.wait_for(|v| applied(&v.record));
         let _ = tokio::time::timeout(COMMAND_REPLY_WAIT, wait).await;

@@ -93,7 +93,8 @@ impl Engine {
             .await?;
         // The operator took the wheel: the session's last turn is no example to learn from.
         if !rec.id.is_empty() && inject_status(&result).0.landed() {
-            if let Err(e) = self.command(&rec.id, Command::Override).await {
+            let at_ms = unix_ms();
+            if let Err(e) = self.command(&rec.id, Command::Override { at_ms }).await {
                 tracing::debug!(target: "coord.engine", session = %rec.id, error = %e, "could not mark the last turn overridden");
             }
         }

@@ -277,11 +277,16 @@ impl Session {
         self.publish(Some(turn), &event);
     }
 
-    /// Marks the last turn as overridden by the operator, so it never becomes a training
-    /// example (the first reason is kept).
-    pub(super) fn overridden(&mut self, why: &str) {
-        let n = self.rec.turns;
-        let Some(mut turn) = self.recent.iter().rev().find(|t| t.n == n).cloned() else {
+    /// Marks the last turn committed at or before `at_ms` as overridden by the operator,
+    /// so it never becomes a training example (the first reason is kept).
+    pub(super) fn overridden(&mut self, why: &str, at_ms: u64) {
+        let Some(mut turn) = self
+            .recent
+            .iter()
+            .rev()
+            .find(|t| t.unix_ms <= at_ms)
+            .cloned()
+        else {
             return;
         };
         if !turn.overridden.is_empty() {
