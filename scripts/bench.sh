@@ -9,6 +9,7 @@
 #                    embedding model (scripts/fetch-model.sh): verdicts, load, memory
 #   coord   context  context stack assembly over every fixture
 #   coord   turn     per-turn coordinator overhead: classify + context + gate + sled
+#   coord   export   karl-ctl export over a 100,000-turn store: turns/s, peak RSS
 #   agent   idle     agent idle CPU against a 500 ms capture-pane polling loop on the
 #                    same 50 panes, agent RSS, last output -> settled snapshot
 #   tests   settle   last output -> prompt in the pane, real processes, instant model
@@ -22,6 +23,7 @@
 #   KARL_BENCH_SCALE_SECS   scale run, measured seconds (default 60)
 #   KARL_BENCH_SETTLE_TURNS settle bench, turns measured (default 30)
 #   KARL_BENCH_TURNS        turn bench, turns (default 1500)
+#   KARL_BENCH_EXPORT_TURNS export bench, turns in the store (default 100000; 1.6 GB of disk)
 #   KARL_BENCH_EVIDENCE_SECS evidence bench, measured seconds per run (default 40)
 #   KARL_BENCH_LOGS         where the outputs go (default target/bench-logs)
 # Needs tmux. Takes about 5 minutes on 2 cores, plus the release build.
@@ -55,6 +57,7 @@ run detect karl-common detect
 run gate karl-common gate
 run context karl-coord context
 run turn karl-coord turn
+run export karl-coord export
 run idle karl-agent idle
 run settle karl-tests settle
 run scale karl-tests scale
@@ -156,6 +159,7 @@ row "context stack assembly, every fixture (p50 / p99)" "${ctx_p50} µs / ${ctx_
 row "context estimate, worst fixture and signal" "${worst} of ${budget} tokens" "never over budget: $(check "$worst" "<=" "${budget:-0}")"
 row "per-turn coordinator overhead: classify + context + gate + sled, all of a turn's flushed writes (p50 / p99)" "${turn_p50} ms / ${turn_p99} ms" "p99 < 2 ms: $(check "$turn_p99" "<" 2)"
 row "  the same with one sled commit / without sled (p99)" "${turn_one} ms / ${turn_pure} ms" "-"
+row "export: 100,000-turn store → SFT + pairs, throughput / peak RSS of the scan" "$(bench export export_turns_per_sec) turns/s / $(bench export export_peak_rss) MB" "-"
 row "settle-to-injection: last output → prompt in the pane, settle_ms 300, instant model (p50 / p99)" "${settle_p50} ms / ${settle_p99} ms" "< 450 ms: $(check "$settle_p99" "<" 450)"
 row "  last output → prompt submitted, incl. the 150 ms paste-to-Enter wait (p50)" "${submit_p50} ms" "-"
 row "agent idle CPU, ${idle_panes} per phase: agent vs capture-pane every 500 ms" "${idle_agent} s vs ${idle_poll} s (${idle_ratio}×)" "≥ 20×: $(check "$idle_ratio" ">=" 20)"
