@@ -37,7 +37,9 @@ fn kb(field: &str) -> u64 {
 
 fn briefing(session: u32, n: u32) -> Vec<ChatMessage> {
     let screen: String = (0..40)
-        .map(|i| format!("  src/module_{session}_{n}_{i}.rs | 12 ++++++---- compiled ok in 0.{i}s\n"))
+        .map(|i| {
+            format!("  src/module_{session}_{n}_{i}.rs | 12 ++++++---- compiled ok in 0.{i}s\n")
+        })
         .collect();
     vec![
         ChatMessage::system("You are the developer driving a coding agent in a terminal. ".repeat(20)),
@@ -58,9 +60,7 @@ fn turn(session: u32, n: u32) -> TurnRecord {
     } else {
         Vec::new()
     };
-    let asked: Vec<Vec<ChatMessage>> = (0..=refused.len())
-        .map(|_| briefing(session, n))
-        .collect();
+    let asked: Vec<Vec<ChatMessage>> = (0..=refused.len()).map(|_| briefing(session, n)).collect();
     TurnRecord {
         n,
         prompt: format!("Implement step {n} of session {session}: handle the next token kind."),

@@ -1386,6 +1386,49 @@ fn a_real_small_model_drives_three_turns(version: &'static str) {
             "{p:?} reached the API more than once"
         );
     }
+    // The store of a real CLI's session exports: an SFT example for each model prompt
+    // that worked, in order, and pairs whose chosen side was typed.
+    let out_dir = c.fleet.scratch.path("training");
+    let (sft, pairs) = (out_dir.join("sft.jsonl"), out_dir.join("pairs.jsonl"));
+    c.ctl_ok(&[
+        "export",
+        "--sft",
+        sft.to_str().unwrap_or_default(),
+        "--pairs",
+        pairs.to_str().unwrap_or_default(),
+    ]);
+    let read = |p: &Path| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(p)
+            .unwrap_or_else(|e| panic!("read {}: {e}", p.display()))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+            .collect()
+    };
+    let learnt: Vec<String> = read(&sft)
+        .iter()
+        .map(|x| {
+            let m = x["messages"].as_array().cloned().unwrap_or_default();
+            assert!(m.len() >= 3 && m[0]["role"] == "system", "{x}");
+            m.last()
+                .and_then(|l| l["content"].as_str())
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    let earned: Vec<String> = turns(&show)
+        .iter()
+        .filter(|t| {
+            ["model", "regenerated"].contains(&t["source"].as_str().unwrap_or(""))
+                && ["progress", "complete"].contains(&t["outcome"].as_str().unwrap_or(""))
+        })
+        .map(|t| t["prompt"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(learnt, earned, "{show:#}");
+    for p in read(&pairs) {
+        let chosen = p["chosen"][0]["content"].as_str().unwrap_or("").to_string();
+        assert!(typed.contains(&chosen), "{p}");
+        assert!(p["reason"].as_str().is_some_and(|r| !r.is_empty()), "{p}");
+    }
     drop(twin);
     let _ = std::fs::remove_file(&log);
 }
