@@ -50,7 +50,7 @@ fn briefing(session: u32, n: u32) -> Vec<ChatMessage> {
 }
 
 fn turn(session: u32, n: u32) -> TurnRecord {
-    let refused = if n % 5 == 0 {
+    let refused = if n.is_multiple_of(5) {
         vec![RefusedCandidate {
             text: format!("What's the status of step {n}?"),
             rules: vec!["status".into()],

@@ -711,6 +711,15 @@ impl Fleet {
     }
 }
 
+/// A JSONL file's rows (panics, naming the file or the line, when it cannot).
+pub fn read_jsonl(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
+        .collect()
+}
+
 /// The stand-in's log events of one kind.
 pub fn standin_events(log: &Path, event: &str) -> Vec<serde_json::Value> {
     std::fs::read_to_string(log)

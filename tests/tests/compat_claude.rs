@@ -43,7 +43,7 @@ use std::time::Duration;
 
 use karl_tests::anthropic_stub::{AnthropicStub, Reply, Script};
 use karl_tests::compat;
-use karl_tests::harness::{passed_the_gate, shell_quote, wait_for, Fleet, Scratch};
+use karl_tests::harness::{passed_the_gate, read_jsonl, shell_quote, wait_for, Fleet, Scratch};
 use karl_tests::twin::TwinServer;
 
 /// The Claude Code releases the tier runs against (keep in step with `.ci/run`).
@@ -1397,14 +1397,7 @@ fn a_real_small_model_drives_three_turns(version: &'static str) {
         "--pairs",
         pairs.to_str().unwrap_or_default(),
     ]);
-    let read = |p: &Path| -> Vec<serde_json::Value> {
-        std::fs::read_to_string(p)
-            .unwrap_or_else(|e| panic!("read {}: {e}", p.display()))
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
-            .collect()
-    };
-    let learnt: Vec<String> = read(&sft)
+    let learnt: Vec<String> = read_jsonl(&sft)
         .iter()
         .map(|x| {
             let m = x["messages"].as_array().cloned().unwrap_or_default();
@@ -1424,7 +1417,7 @@ fn a_real_small_model_drives_three_turns(version: &'static str) {
         .map(|t| t["prompt"].as_str().unwrap_or("").to_string())
         .collect();
     assert_eq!(learnt, earned, "{show:#}");
-    for p in read(&pairs) {
+    for p in read_jsonl(&pairs) {
         let chosen = p["chosen"][0]["content"].as_str().unwrap_or("").to_string();
         assert!(typed.contains(&chosen), "{p}");
         assert!(p["reason"].as_str().is_some_and(|r| !r.is_empty()), "{p}");

@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use karl_tests::harness::{bin, free_port, Scratch};
+use karl_tests::harness::{bin, free_port, read_jsonl, Scratch};
 use karl_tests::twin::TwinServer;
 
 fn demo(model_url: &str) -> (bool, String, String) {
@@ -103,14 +103,7 @@ fn training(stderr: &str) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
         .find_map(|l| l.strip_prefix("karl demo: training data in "))
         .and_then(|l| l.split(": ").next())
         .unwrap_or_else(|| panic!("no training data line in:\n{stderr}"));
-    let read = |name: &str| -> Vec<serde_json::Value> {
-        let path = std::path::Path::new(dir).join(name);
-        std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
-            .collect()
-    };
+    let read = |name: &str| read_jsonl(&std::path::Path::new(dir).join(name));
     (read("sft.jsonl"), read("pairs.jsonl"))
 }
 

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use karl_tests::harness::{turns, wait_for, Fleet};
+use karl_tests::harness::{read_jsonl, turns, wait_for, Fleet};
 use karl_tests::stub_model::{StubModel, StubReply, StubScript};
 use serde_json::Value;
 
@@ -49,14 +49,6 @@ fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("runtime")
-}
-
-fn read_jsonl(path: &std::path::Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
-        .collect()
 }
 
 fn assistant(text: &str) -> Value {

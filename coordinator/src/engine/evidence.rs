@@ -216,7 +216,7 @@ impl Session {
     }
 
     /// Records a turn change without waiting for the disk.
-    fn commit_quietly(&mut self, turn: TurnRecord) {
+    pub(super) fn commit_quietly(&mut self, turn: TurnRecord) {
         self.out.push(Effect::CommitTurn {
             record: self.rec.clone(),
             turn,

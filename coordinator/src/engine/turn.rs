@@ -294,13 +294,7 @@ impl Session {
         }
         turn.overridden = why.to_string();
         self.remember(turn.clone());
-        self.out.push(Effect::CommitTurn {
-            record: self.rec.clone(),
-            turn,
-            audit: Vec::new(),
-            durable: false,
-            ack: false,
-        });
+        self.commit_quietly(turn);
     }
 
     /// Keeps the last five turns in memory (replacing an earlier copy of the same turn).

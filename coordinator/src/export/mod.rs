@@ -159,6 +159,21 @@ pub struct Summary {
     pub sft_tokens: u64,
 }
 
+impl Summary {
+    /// One line written: its split, and the outcome (SFT) or rule (pairs) it counts under.
+    fn count(&mut self, kind: Kind, valid: bool, key: String, tokens: u64) {
+        let (split, by) = match (kind, valid) {
+            (Kind::Sft, false) => (&mut self.sft_train, &mut self.sft_by_outcome),
+            (Kind::Sft, true) => (&mut self.sft_valid, &mut self.sft_by_outcome),
+            (Kind::Pairs, false) => (&mut self.pairs_train, &mut self.pairs_by_reason),
+            (Kind::Pairs, true) => (&mut self.pairs_valid, &mut self.pairs_by_reason),
+        };
+        *split += 1;
+        *by.entry(key).or_default() += 1;
+        self.sft_tokens += tokens;
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     #[error(transparent)]
@@ -199,54 +214,36 @@ pub fn run(
             if let Some(why) = y.skipped {
                 *summary.skipped.entry(why.to_string()).or_default() += 1;
             }
+            // Each line: its JSON and what the summary counts it under.
+            let mut lines: Vec<(Kind, String, String, u64)> = Vec::new();
             if let (true, Some((ex, outcome))) = (filter.sft, y.sft) {
-                let json = to_line(&ex);
-                if fresh(&mut seen, Kind::Sft, &json) {
-                    summary.sft_tokens += ex
-                        .messages
-                        .iter()
-                        .map(|m| u64::from(estimator.estimate(&m.content)))
-                        .sum::<u64>();
-                    *summary
-                        .sft_by_outcome
-                        .entry(outcome.as_str().to_string())
-                        .or_default() += 1;
-                    *if valid {
-                        &mut summary.sft_valid
-                    } else {
-                        &mut summary.sft_train
-                    } += 1;
-                    if !emit(Line {
-                        kind: Kind::Sft,
-                        valid,
-                        json,
-                    }) {
-                        return Err(ExportError::Abandoned);
-                    }
-                } else {
-                    summary.duplicates += 1;
-                }
+                let tokens = ex
+                    .messages
+                    .iter()
+                    .map(|m| u64::from(estimator.estimate(&m.content)))
+                    .sum::<u64>();
+                lines.push((
+                    Kind::Sft,
+                    to_line(&ex),
+                    outcome.as_str().to_string(),
+                    tokens,
+                ));
             }
             for pair in y.pairs.into_iter().filter(|_| filter.pairs) {
-                let json = to_line(&pair);
-                if !fresh(&mut seen, Kind::Pairs, &json) {
+                lines.push((
+                    Kind::Pairs,
+                    to_line(&pair),
+                    pair.reason_key().to_string(),
+                    0,
+                ));
+            }
+            for (kind, json, key, tokens) in lines {
+                if !fresh(&mut seen, kind, &json) {
                     summary.duplicates += 1;
                     continue;
                 }
-                *summary
-                    .pairs_by_reason
-                    .entry(pair.reason_key().to_string())
-                    .or_default() += 1;
-                *if valid {
-                    &mut summary.pairs_valid
-                } else {
-                    &mut summary.pairs_train
-                } += 1;
-                if !emit(Line {
-                    kind: Kind::Pairs,
-                    valid,
-                    json,
-                }) {
+                summary.count(kind, valid, key, tokens);
+                if !emit(Line { kind, valid, json }) {
                     return Err(ExportError::Abandoned);
                 }
             }
