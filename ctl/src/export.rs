@@ -123,11 +123,21 @@ impl Out {
             })
     }
 
-    fn finish(mut self) -> anyhow::Result<PathBuf> {
+    /// Everything written reaches the disk (before any file is moved into place).
+    fn sync(&mut self) -> anyhow::Result<()> {
         self.w
             .flush()
             .and_then(|()| self.w.get_ref().sync_all())
-            .with_context(|| format!("cannot write {}", self.partial.display()))?;
+            .with_context(|| {
+                format!(
+                    "cannot write {} (is the disk full?)",
+                    self.partial.display()
+                )
+            })
+    }
+
+    fn finish(mut self) -> anyhow::Result<PathBuf> {
+        self.sync()?;
         std::fs::rename(&self.partial, &self.path)
             .with_context(|| format!("cannot move the export into {}", self.path.display()))?;
         Ok(self.path.clone())
@@ -164,12 +174,8 @@ impl Files {
         }
     }
 
-    fn finish(self) -> anyhow::Result<Vec<PathBuf>> {
-        let mut out = vec![self.train.finish()?];
-        if let Some(v) = self.valid {
-            out.push(v.finish()?);
-        }
-        Ok(out)
+    fn into_outs(self) -> impl Iterator<Item = Out> {
+        std::iter::once(self.train).chain(self.valid)
     }
 }
 
@@ -206,13 +212,18 @@ pub async fn run(
     let split = args.split.is_some();
     let sft_targets = args.sft.as_deref().map(|p| targets(p, split));
     let pair_targets = args.pairs.as_deref().map(|p| targets(p, split));
-    if let (Some(a), Some(b)) = (&sft_targets, &pair_targets) {
-        if a.train == b.train {
-            anyhow::bail!(
-                "--sft and --pairs would both write {}: give them different files or directories",
-                a.train.display()
-            );
-        }
+    let mut all: Vec<PathBuf> = [&sft_targets, &pair_targets]
+        .into_iter()
+        .flatten()
+        .flat_map(|t| std::iter::once(t.train.clone()).chain(t.valid.clone()))
+        .map(|p| absolute(&p))
+        .collect();
+    all.sort();
+    if let Some(w) = all.windows(2).find(|w| w[0] == w[1]) {
+        anyhow::bail!(
+            "--sft and --pairs would both write {}: give them different files or directories",
+            w[0].display()
+        );
     }
     // Ask first: a refused request (bad filter, old coordinator) touches no file.
     let mut stream = c.export(req).await.map_err(explain)?.into_inner();
@@ -238,11 +249,38 @@ pub async fn run(
     let Some(summary) = summary else {
         anyhow::bail!("the coordinator ended the export without finishing it (did it shut down?); nothing was written");
     };
-    let mut written = Vec::new();
-    for f in [sft, pairs].into_iter().flatten() {
-        written.extend(f.finish()?);
+    // Every file on disk first, then the renames: a failure before them leaves every old
+    // file as it was.
+    let mut files: Vec<Out> = [sft, pairs]
+        .into_iter()
+        .flatten()
+        .flat_map(Files::into_outs)
+        .collect();
+    for f in &mut files {
+        f.sync()?;
     }
+    let written = files
+        .into_iter()
+        .map(Out::finish)
+        .collect::<anyhow::Result<Vec<_>>>()?;
     Ok((summary, written))
+}
+
+/// `p` from the root, `.` and `..` resolved by name, so two spellings of one file compare
+/// equal.
+fn absolute(p: &Path) -> PathBuf {
+    let full = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut out = PathBuf::new();
+    for c in full.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// `--since` / `--until`: an age back from `now_ms` (`90m`, `24h`, `7d`), unix ms, or a
@@ -282,7 +320,14 @@ pub fn parse_when(s: &str, now_ms: u64) -> anyhow::Result<u64> {
         return Err(bad());
     };
     let (y, m, day) = (num(y)?, num(m)?, num(day)?);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || y < 1970 {
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let month_days = match m {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    if !(1970..=9999).contains(&y) || !(1..=12).contains(&m) || !(1..=month_days).contains(&day) {
         return Err(bad());
     }
     let mut secs = days_from_civil(y, m, day) * 86_400;
@@ -337,6 +382,9 @@ mod tests {
             "yesterday",
             "7x",
             "2026-13-01",
+            "2026-02-29",
+            "2026-04-31",
+            "999999999999-01-01",
             "2026-11",
             "12:30",
             "",
@@ -357,6 +405,11 @@ mod tests {
         assert_eq!(f.train, Path::new("out/sft.train.jsonl"));
         assert_eq!(f.valid.as_deref(), Some(Path::new("out/sft.valid.jsonl")));
         assert_eq!(targets(Path::new("sft.jsonl"), false).valid, None);
+        // Two spellings of one directory are one place.
+        assert_eq!(
+            absolute(Path::new("data/train.jsonl")),
+            absolute(Path::new("./x/../data/train.jsonl"))
+        );
         assert_eq!(
             targets(Path::new("new-dir/"), false).train,
             Path::new("new-dir/train.jsonl")

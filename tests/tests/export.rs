@@ -322,6 +322,17 @@ fn export_holds_exactly_the_examples_and_pairs_the_session_earned() {
         train.is_empty() || valid.is_empty(),
         "one session, one side"
     );
+    // Two spellings of one directory: refused before anything is written there.
+    let d = split_dir.display().to_string();
+    let clash = fleet.ctl(&[
+        "export",
+        "--sft",
+        &format!("{d}/"),
+        "--pairs",
+        &format!("{d}/./"),
+    ]);
+    assert_ne!(clash.code, 0);
+    assert!(clash.stderr.contains("would both write"), "{clash:?}");
     std::fs::write(&pairs, "kept\n").unwrap();
     let bad = fleet.ctl(&[
         "export",

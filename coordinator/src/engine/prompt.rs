@@ -78,6 +78,9 @@ pub struct PromptSearch {
     /// Every request made for a prompt, and the candidates refused: kept for export.
     requests: Vec<Vec<ChatMessage>>,
     refused: Vec<RefusedCandidate>,
+    /// The candidate being settled was refused only because its second opinion could not
+    /// be had: blocked, but no example of a bad answer.
+    unjudged: bool,
 }
 
 /// A candidate the gate passed in doubt, and the answer it came in.
@@ -104,6 +107,7 @@ impl PromptSearch {
             doubted: None,
             requests: Vec::new(),
             refused: Vec::new(),
+            unjudged: false,
         }
     }
 
@@ -198,6 +202,7 @@ impl PromptSearch {
         verdict: Verdict,
         answer: ModelAnswer,
     ) -> Step {
+        let unjudged = std::mem::take(&mut self.unjudged);
         let attempt = self.rejections.len();
         if verdict.pass {
             self.lines.push(format!("pass (attempt {})", attempt + 1));
@@ -223,16 +228,18 @@ impl PromptSearch {
         let why = verdict_lines(&verdict).join("; ");
         self.lines
             .push(format!("blocked: {why} — {:?}", truncate(&text, 120)));
-        self.refused.push(RefusedCandidate {
-            text: text.clone(),
-            rules: verdict
-                .reasons
-                .iter()
-                .map(|r| r.rule.as_str().to_string())
-                .collect(),
-            reason: why.clone(),
-            asked: u32::try_from(self.requests.len().saturating_sub(1)).unwrap_or(u32::MAX),
-        });
+        if !unjudged {
+            self.refused.push(RefusedCandidate {
+                text: text.clone(),
+                rules: verdict
+                    .reasons
+                    .iter()
+                    .map(|r| r.rule.as_str().to_string())
+                    .collect(),
+                reason: why.clone(),
+                asked: u32::try_from(self.requests.len().saturating_sub(1)).unwrap_or(u32::MAX),
+            });
+        }
         self.rejections.push(Rejection { reason: why, text });
         if self.rejections.len() < MODEL_ATTEMPTS {
             self.ask(rec, deps)
@@ -248,6 +255,7 @@ impl PromptSearch {
         self.lines.push(format!("model error: {error}"));
         if let Some(d) = self.doubted.take() {
             let opinion = Opinion::destructive(format!("no second opinion ({error})"));
+            self.unjudged = true;
             return self.on_opinion(rec, deps, *d, opinion, 0);
         }
         self.fallback(rec, deps)

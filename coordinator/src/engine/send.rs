@@ -79,6 +79,9 @@ impl Engine {
             force,
             ..Default::default()
         };
+        // Before typing: a turn the session commits while this send is under way is not
+        // the one it overrides.
+        let at_ms = unix_ms();
         let result = match self.shared.registry.inject(machine, inject).await {
             Ok(i) => i,
             Err(e) => {
@@ -93,7 +96,6 @@ impl Engine {
             .await?;
         // The operator took the wheel: the session's last turn is no example to learn from.
         if !rec.id.is_empty() && inject_status(&result).0.landed() {
-            let at_ms = unix_ms();
             if let Err(e) = self.command(&rec.id, Command::Override { at_ms }).await {
                 tracing::debug!(target: "coord.engine", session = %rec.id, error = %e, "could not mark the last turn overridden");
             }

@@ -15,6 +15,10 @@ use crate::records::{TurnOutcome, TurnRecord, TurnSource};
 /// Failed turns kept per session while waiting for a later prompt that worked.
 pub const MAX_WAITING: usize = 16;
 
+/// How many turns later a prompt that worked may come and still pair with a failed one:
+/// further on, "the same task" (or, without a plan, the same goal) says little.
+pub const PAIR_WITHIN_TURNS: u32 = 5;
+
 /// The least outcome a prompt needs to count as having worked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MinOutcome {
@@ -125,6 +129,8 @@ impl SessionExamples {
         if let Some(f) = self.undecided.take() {
             self.wait(f);
         }
+        self.waiting
+            .retain(|f| t.n.saturating_sub(f.turn) <= PAIR_WITHIN_TURNS);
         let typed = t.inject.landed();
         let from_model = matches!(t.source, TurnSource::Model | TurnSource::Regenerated);
         let overridden = !t.overridden.is_empty();
@@ -250,6 +256,14 @@ fn redact_yield(y: &mut TurnYield) -> usize {
         clean(&mut p.prompt);
         clean(&mut p.chosen);
         clean(&mut p.rejected);
+    }
+    // The gate's words quote the candidate (and a second opinion's own text).
+    for p in &mut y.pairs {
+        let (reason, hits) = redact(&p.reason);
+        if hits > 0 {
+            p.reason = reason.into_owned();
+            n += hits;
+        }
     }
     n
 }
@@ -457,7 +471,7 @@ mod tests {
             refused: vec![RefusedCandidate {
                 text: format!("echo {key}"),
                 rules: vec!["destructive".into()],
-                reason: "x".into(),
+                reason: format!("destructive: reads a secret (\"echo {key}\")"),
                 asked: 0,
             }],
             ..turn(
@@ -470,6 +484,43 @@ mod tests {
         let y = s.turn(&t);
         let json = serde_json::to_string(&(y.sft.as_ref().unwrap().0.clone(), &y.pairs)).unwrap();
         assert!(!json.contains(key), "{json}");
-        assert!(y.redactions >= 3, "{}", y.redactions);
+        assert!(y.redactions >= 4, "{}", y.redactions);
+    }
+
+    #[test]
+    fn a_failure_pairs_only_with_a_prompt_a_few_turns_later() {
+        let mut s = SessionExamples::new(MinOutcome::Progress);
+        s.turn(&turn(
+            1,
+            "Run the tests.",
+            TurnSource::Model,
+            TurnOutcome::Error,
+        ));
+        for n in 2..=7 {
+            s.turn(&TurnRecord {
+                inject: InjectStatus::Refused,
+                ..turn(n, "x", TurnSource::Plan, TurnOutcome::Blocked)
+            });
+        }
+        let late = s.turn(&turn(
+            8,
+            "Fix it.",
+            TurnSource::Model,
+            TurnOutcome::Progress,
+        ));
+        assert!(late.pairs.is_empty(), "{:?}", late.pairs);
+        s.turn(&turn(
+            9,
+            "Run the tests.",
+            TurnSource::Model,
+            TurnOutcome::Error,
+        ));
+        let soon = s.turn(&turn(
+            9 + PAIR_WITHIN_TURNS,
+            "Fix it.",
+            TurnSource::Model,
+            TurnOutcome::Progress,
+        ));
+        assert_eq!(soon.pairs.len(), 1);
     }
 }

@@ -461,6 +461,12 @@ fn a_destructive_second_opinion_blocks_and_the_model_is_asked_again() {
         .rejections
         .contains_key(&karl_common::gate::Rule::Destructive));
     assert_gate_says(t, "second opinion: the model judges it destructive");
+    // For export: the refused candidate, against the request it answered; the second
+    // opinion's own request is not kept.
+    assert_eq!(t.refused.len(), 1);
+    assert_eq!(t.refused[0].text, DOUBTFUL);
+    assert_eq!(t.refused[0].rules, ["destructive"]);
+    assert_eq!((t.refused[0].asked, t.asked.len()), (0, 2));
 }
 
 #[test]
@@ -476,6 +482,10 @@ fn a_failed_or_unreadable_second_opinion_counts_as_destructive() {
         started(&mut h);
         assert_eq!(h.typed(), [GOOD], "{answer:?}");
         assert_eq!(h.rec().gated, 1, "{answer:?}");
+        // A failed call judged nothing: the candidate is blocked but is no example of a
+        // bad answer. An answer that says nothing safe is a refusal like any other.
+        let refused = h.turns()[0].refused.len();
+        assert_eq!(refused, usize::from(answer.is_ok()), "{answer:?}");
     }
 }
 
