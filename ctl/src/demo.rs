@@ -238,13 +238,8 @@ async fn training_data(c: &mut super::client::Client, dir: &Path) -> anyhow::Res
     let args = super::export::ExportArgs {
         sft: Some(out.join("sft.jsonl")),
         pairs: Some(out.join("pairs.jsonl")),
-        since: None,
-        until: None,
-        session: None,
-        project: None,
-        machine: None,
         min_outcome: "progress".into(),
-        split: None,
+        ..Default::default()
     };
     let (s, _) = super::export::run(c, args).await?;
     let reasons: Vec<String> = {

@@ -21,7 +21,7 @@ use tokio_stream::StreamExt;
 use crate::client::{explain, Client};
 
 /// The flags of `karl-ctl export`.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct ExportArgs {
     /// SFT examples (ChatML `messages` JSONL): a file, or a directory for train.jsonl and valid.jsonl.
     #[arg(long, value_name = "FILE")]

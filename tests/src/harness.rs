@@ -711,6 +711,16 @@ impl Fleet {
     }
 }
 
+/// A one-worker runtime for an in-process stub (model, receiver) beside a test that
+/// otherwise blocks.
+pub fn stub_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 /// A JSONL file's rows (panics, naming the file or the line, when it cannot).
 pub fn read_jsonl(path: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path)

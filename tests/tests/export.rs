@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use karl_tests::harness::{read_jsonl, turns, wait_for, Fleet};
+use karl_tests::harness::{read_jsonl, stub_runtime, turns, wait_for, Fleet};
 use karl_tests::stub_model::{StubModel, StubReply, StubScript};
 use serde_json::Value;
 
@@ -42,14 +42,6 @@ const TWIN: [&str; 9] = [
     // Turn 6 (asked while the operator types): stopped by the operator mid-turn.
     "Refactor the router so every route lives in src/routes.rs.",
 ];
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
 
 fn assistant(text: &str) -> Value {
     serde_json::json!([{"role": "assistant", "content": text}])
@@ -98,7 +90,7 @@ fn check_pair_schema(rows: &[Value]) {
 
 #[test]
 fn export_holds_exactly_the_examples_and_pairs_the_session_earned() {
-    let rt = runtime();
+    let rt = stub_runtime();
     let mut script = StubScript::replies(TWIN[..8].iter().map(|t| StubReply::text(*t)));
     // Slow, so the operator can type while turn 6's question is out.
     script = script.then(StubReply::slow(4_000, TWIN[8]));

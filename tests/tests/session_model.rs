@@ -7,19 +7,10 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use karl_tests::harness::{turns, wait_for, Fleet, FAST_STANDIN};
+use karl_tests::harness::{stub_runtime, turns, wait_for, Fleet, FAST_STANDIN};
 use karl_tests::stub_model::{StubModel, StubReply, StubScript};
 
 const FAST: &str = FAST_STANDIN;
-
-/// A runtime for the in-process stub model; the rest of the test is blocking.
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
 
 fn user_text(request: &serde_json::Value) -> String {
     request["messages"]
@@ -36,7 +27,7 @@ fn user_text(request: &serde_json::Value) -> String {
 
 #[test]
 fn the_model_writes_the_prompts_and_a_refused_reply_is_regenerated() {
-    let rt = runtime();
+    let rt = stub_runtime();
     let script = StubScript::replies([
         StubReply::text("Add a tokenizer for integer literals in src/lexer.rs."),
         // Status spam: the gate refuses it and the model is asked again with the reason.
@@ -116,7 +107,7 @@ fn the_model_writes_the_prompts_and_a_refused_reply_is_regenerated() {
 
 #[test]
 fn bad_model_bodies_fall_back_to_the_plan_without_a_crash() {
-    let rt = runtime();
+    let rt = stub_runtime();
     let script = StubScript::replies([
         StubReply::Malformed,
         StubReply::EmptyChoices,
@@ -158,7 +149,7 @@ fn bad_model_bodies_fall_back_to_the_plan_without_a_crash() {
 
 #[test]
 fn the_model_plans_and_auto_detects_when_asked() {
-    let rt = runtime();
+    let rt = stub_runtime();
     let model = rt
         .block_on(StubModel::start(StubScript::echo()))
         .expect("stub model");

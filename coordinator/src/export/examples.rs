@@ -199,8 +199,7 @@ impl SessionExamples {
                 TurnOutcome::Pending => "not judged",
                 TurnOutcome::Error => "ended in an error",
                 TurnOutcome::Blocked => "blocked",
-                TurnOutcome::Progress => "below --min-outcome",
-                TurnOutcome::Complete => "below --min-outcome",
+                TurnOutcome::Progress | TurnOutcome::Complete => "below --min-outcome",
             })
         } else {
             None
