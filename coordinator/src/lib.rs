@@ -9,6 +9,7 @@
 //! - [`control`]: the `Control` gRPC service karl-ctl calls (thin adapter).
 //! - [`server`]: serving both services with auth, timeouts and keepalive as tower layers.
 //! - [`records`]: session, turn and audit records, every state an enum (plain data).
+//! - [`summary`]: a session in figures, frozen when it ends (pure).
 //! - [`wire`]: records ↔ proto, the one border between the two.
 //! - [`store`]: durable state in sled — sessions, turns, audit log, pane locks, migrations.
 //! - [`engine`]: driven sessions — a sans-IO machine per session, the task that runs
@@ -36,5 +37,6 @@ pub mod records;
 pub mod registry;
 pub mod server;
 pub mod store;
+pub mod summary;
 pub mod web;
 pub mod wire;

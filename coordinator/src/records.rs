@@ -12,6 +12,7 @@ use karl_common::gate::Rule;
 use serde::{Deserialize, Serialize};
 
 use crate::context::{ChatMessage, Digest, Outcome, TaskGraph};
+use crate::summary::{PhaseSpan, SessionSummary};
 
 /// Where a session stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -360,6 +361,13 @@ pub struct SessionRecord {
     pub launch: String,
     /// When KARL typed the launch command (0: not yet).
     pub launched_ms: u64,
+    /// Turns judged progress or complete (the summary's efficiency).
+    pub progress_turns: u32,
+    /// The phases the turns were fired in, with their turn ranges.
+    pub phases: Vec<PhaseSpan>,
+    /// The summary, frozen when the session ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<SessionSummary>,
 }
 
 /// Latencies kept per session (newest last).
@@ -462,41 +470,17 @@ impl SessionRecord {
         self.inject_times_ms.push(now_ms);
     }
 
-    /// The end-of-session summary line(s).
-    pub fn end_summary(&self) -> String {
-        // Bounded, so a sample above the initial range is counted where it belongs: an
-        // auto-resizing histogram clamps `saturating_record` to its first bucket range
-        // (about 2 s), which once reported a 4 s model as 2 ms.
-        let mut lat = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 86_400_000, 3).ok();
-        if let Some(h) = lat.as_mut() {
-            for &ms in &self.model_latencies_ms {
-                h.saturating_record(ms);
-            }
+    /// The session in figures: as frozen when it ended, else as it stands.
+    pub fn summary(&self) -> SessionSummary {
+        match &self.summary {
+            Some(s) if !self.status.is_live() => s.clone(),
+            _ => SessionSummary::of(self),
         }
-        let pct = |p: f64| lat.as_ref().map_or(0, |h| h.value_at_quantile(p));
-        let rejections = if self.rejections.is_empty() {
-            "none".to_string()
-        } else {
-            self.rejections
-                .iter()
-                .map(|(k, v)| format!("{} {v}", k.as_str()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        format!(
-            "{}: {} — turns {} of {}, gated {} (rejections: {}), fallbacks {}, model latency p50 {} ms / p95 {} ms, tasks done {}/{}",
-            self.status.as_str(),
-            if self.reason.is_empty() { "-" } else { &self.reason },
-            self.turns,
-            self.max_turns,
-            self.gated,
-            rejections,
-            self.fallbacks,
-            pct(0.5),
-            pct(0.95),
-            self.tasks.done_count(),
-            self.tasks.tasks.len()
-        )
+    }
+
+    /// The summary on one line.
+    pub fn end_summary(&self) -> String {
+        self.summary().line()
     }
 }
 
@@ -514,23 +498,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_and_summary() {
+    fn ids() {
         assert_eq!(session_id("mac2", "%3", 17), "mac2_3_17");
+        assert_eq!(pane_key("mac2", "%3"), "mac2/%3");
+    }
+
+    #[test]
+    fn an_ended_session_shows_its_frozen_summary() {
         let mut s = SessionRecord {
-            max_turns: 5,
             turns: 2,
-            model_latencies_ms: vec![4887, 2693, 3506, 2779, 2864],
+            max_turns: 5,
             ..Default::default()
         };
-        s.rejections.insert(Rule::NearRepeat, 2);
-        let line = s.end_summary();
-        assert!(line.contains("turns 2 of 5"), "{line}");
-        // Within the histogram's 3 significant digits of 2864 and 4887.
+        s.summary = Some(SessionSummary::of(&s));
+        s.turns = 3;
+        // Live: the summary follows the record.
+        assert_eq!(s.summary().turns, 3);
+        s.status = Status::Done;
+        assert_eq!(s.summary().turns, 2);
         assert!(
-            line.contains("p50 286") && line.contains("p95 488"),
-            "{line}"
+            s.end_summary().contains("turns 2 of 5"),
+            "{}",
+            s.end_summary()
         );
-        assert!(line.contains("near_repeat 2"), "{line}");
     }
 
     #[test]

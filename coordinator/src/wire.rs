@@ -140,7 +140,13 @@ pub fn turn(t: &TurnRecord) -> pb::TurnRecord {
 pub fn detail(r: &SessionRecord, turns: &[TurnRecord]) -> pb::SessionDetail {
     let mut json = serde_json::to_value(r).unwrap_or_default();
     if let Some(o) = json.as_object_mut() {
-        o.insert("summary_line".into(), r.end_summary().into());
+        let summary = r.summary();
+        o.insert("summary_line".into(), summary.line().into());
+        o.insert("summary_lines".into(), summary.lines().into());
+        o.insert(
+            "summary".into(),
+            serde_json::to_value(&summary).unwrap_or_default(),
+        );
     }
     pb::SessionDetail {
         summary: Some(summary(r)),

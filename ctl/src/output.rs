@@ -380,8 +380,10 @@ pub fn show(d: &pb::SessionDetail, json: bool) {
             );
         }
     }
-    if let Some(line) = rec["summary_line"].as_str() {
-        println!("summary  {line}");
+    if let Some(lines) = rec["summary_lines"].as_array() {
+        for (i, line) in lines.iter().filter_map(|l| l.as_str()).enumerate() {
+            println!("{}{line}", if i == 0 { "summary  " } else { "         " });
+        }
     }
     let last: Vec<_> = d.turns.iter().rev().take(5).collect();
     if !last.is_empty() {

@@ -248,6 +248,22 @@ fn a_live_session_shows_up_updates_and_obeys_the_buttons() {
         .expect("click stop");
     let show = fleet.wait_status(&id, Duration::from_secs(10), |s| s == "stopped");
     assert_eq!(show["session"]["status"], "stopped");
+    // The page shows the summary frozen at the end, the one `show` has.
+    let summary = b
+        .wait_for(
+            "(t => t.startsWith('stopped:') && t)(document.getElementById('session-summary').innerText)",
+            Duration::from_secs(10),
+        )
+        .expect("the session's summary");
+    let summary = summary.as_str().unwrap_or_default();
+    let lines = show["record"]["summary_lines"].as_array();
+    for line in lines.expect("show has the summary's lines") {
+        assert!(
+            summary.contains(line.as_str().unwrap_or("?")),
+            "{summary} lacks {line}"
+        );
+    }
+    assert!(summary.contains("phases EXPLORE turn"), "{summary}");
 
     // The fleet page lists the agent, its tmux and the pane.
     b.eval("location.hash = '#/fleet'; true")

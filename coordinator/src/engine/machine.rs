@@ -543,6 +543,9 @@ impl Session {
     pub(super) fn finish(&mut self, status: Status, reason: String) {
         self.rec.status = status;
         self.rec.reason = reason;
+        let mut frozen = crate::summary::SessionSummary::of(&self.rec);
+        frozen.ended_ms = self.now;
+        self.rec.summary = Some(frozen);
         let summary = self.rec.end_summary();
         self.audit(AuditKind::Session, "", summary.clone());
         self.save(true);

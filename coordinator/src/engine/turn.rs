@@ -76,8 +76,10 @@ impl Session {
     /// Records the turn and commits it, durably, before anything is typed.
     fn commit(&mut self, c: Candidate, snap: &pb::PaneSnapshot, d: &Detection) {
         let now = self.now;
+        let n = self.rec.turns + 1;
+        let phase = self.deps.cfg.context.phases.phase_at(n, self.rec.max_turns);
         let rec = &mut self.rec;
-        let n = rec.turns + 1;
+        crate::summary::note_phase(&mut rec.phases, n, phase);
         let turn = TurnRecord {
             n,
             prompt: c.prompt.clone(),
@@ -247,6 +249,9 @@ impl Session {
         };
         let judged = outcome::apply(&mut self.rec, verdict, &lines);
         turn.outcome = judged.into();
+        if matches!(turn.outcome, TurnOutcome::Progress | TurnOutcome::Complete) {
+            self.rec.progress_turns += 1;
+        }
         self.remember(turn.clone());
         // Every 5 turns, fold the last five judged turns into the digest.
         if n.is_multiple_of(5) {

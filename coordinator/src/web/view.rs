@@ -10,6 +10,7 @@ use karl_common::pb;
 use serde::Serialize;
 
 use crate::records::{SessionRecord, Status, TurnRecord};
+use crate::summary::SessionSummary;
 
 /// One session in the list, and the head of its page.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -146,7 +147,9 @@ pub struct SessionPage {
     pub digest: Vec<String>,
     pub rejections: BTreeMap<&'static str, u32>,
     pub fallbacks: u32,
-    pub summary: String,
+    /// The session in figures, and as lines of text.
+    pub summary: SessionSummary,
+    pub summary_lines: Vec<String>,
     /// The pane's last settled screen with its colours (HTML), while the session runs.
     pub screen_html: Option<String>,
     pub screen_ms: u64,
@@ -186,6 +189,7 @@ pub fn page(
             .map(|m| format!("turn {}: {}", m.turn, m.text)),
     );
     let screen_text = screen.map(|s| if s.ansi.is_empty() { &s.text } else { &s.ansi });
+    let summary = rec.summary();
     SessionPage {
         turns: turns.iter().rev().map(turn).collect(),
         tasks: rec
@@ -206,7 +210,8 @@ pub fn page(
             .map(|(r, n)| (r.as_str(), *n))
             .collect(),
         fallbacks: rec.fallbacks,
-        summary: rec.end_summary(),
+        summary_lines: summary.lines(),
+        summary,
         screen_html: screen_text.map(|t| karl_common::screen_html::to_html(t)),
         screen_ms: screen.map_or(0, |s| s.captured_unix_ms),
         actions,

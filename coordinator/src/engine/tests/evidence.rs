@@ -386,6 +386,20 @@ fn a_session_is_done_only_after_its_verify_command_passes() {
         h.rec().reason
     );
     assert_eq!(h.rec().verify_runs, 2);
+    // Both turns made progress; the summary froze at the end says so.
+    let summary = h.rec().summary.clone().expect("frozen at the end");
+    assert_eq!(
+        (summary.turns, summary.progress_turns),
+        (2, 2),
+        "{summary:?}"
+    );
+    assert!((summary.efficiency - 1.0).abs() < 1e-9);
+    let end = h.audits(AuditKind::Session);
+    assert!(
+        end.last()
+            .is_some_and(|a| a.detail.contains("2 with progress (efficiency 100%)")),
+        "{end:?}"
+    );
 }
 
 #[test]

@@ -300,6 +300,22 @@ fn a_dry_run_records_turns_paced_by_settle_time_and_types_nothing() {
     assert!(h.turns().iter().all(|t| t.inject == InjectStatus::DryRun));
     assert_eq!(h.rec().status, Status::Done, "{}", h.rec().reason);
     assert!(h.released());
+    // The summary is frozen at the end: every turn in a phase, in order, none judged.
+    let s = h.rec().summary.clone().expect("frozen at the end");
+    assert_eq!((s.status, s.turns, s.max_turns), (Status::Done, 3, 3));
+    assert_eq!(s.phases.first().map(|p| p.first), Some(1), "{s:?}");
+    assert_eq!(s.phases.last().map(|p| p.last), Some(3), "{s:?}");
+    assert!(
+        s.phases.windows(2).all(|w| w[0].last + 1 == w[1].first),
+        "{s:?}"
+    );
+    let progress = h
+        .turns()
+        .iter()
+        .filter(|t| matches!(t.outcome, TurnOutcome::Progress | TurnOutcome::Complete))
+        .count();
+    assert_eq!(s.progress_turns as usize, progress, "{s:?}");
+    assert_eq!(s.ended_ms, h.rec().updated_ms);
 }
 
 #[test]

@@ -185,7 +185,7 @@ async function showSession(id, gen) {
       <dt>task</dt><dd>${esc(s.task || "—")}</dd>
       <dt>gate refused</dt><dd>${rej}; fallbacks ${data.fallbacks}</dd>
       <dt>changed</dt><dd>${ago(s.last_change_ms || s.updated_ms)}</dd>
-      <dt>summary</dt><dd>${esc(data.summary)}</dd>
+      <dt>summary</dt><dd id="session-summary">${data.summary_lines.map(esc).join("<br>")}</dd>
     </dl>`;
   const actions = document.getElementById("actions");
   actions.innerHTML = data.actions.filter((a) => a !== "send").map((a) =>
