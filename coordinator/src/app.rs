@@ -91,6 +91,9 @@ pub async fn run(
         registry.clone(),
         stop_rx.clone(),
     )?;
+    if let Some(url) = cfg.nats_url.clone() {
+        crate::events::start(url, &engine, stop_rx.clone());
+    }
     engine.resume_live();
     let addr = listener
         .local_addr()

@@ -47,6 +47,9 @@ pub struct CoordFile {
     /// `[notify]`: where escalations, ends, usage limits and lost agents are sent.
     #[serde(default)]
     pub notify: Option<crate::notify::NotifyFile>,
+    /// `[events]`: turn and session events on NATS.
+    #[serde(default)]
+    pub events: Option<crate::events::EventsFile>,
 }
 
 /// `[gate]` table: the validation gate's embedding model.
@@ -129,6 +132,8 @@ pub struct CoordConfig {
     pub scripted_twin: Option<Vec<String>>,
     /// `[notify]`, checked.
     pub notify: crate::notify::NotifyConfig,
+    /// Where turn and session events are published (`[events] nats_url`); `None`: nowhere.
+    pub nats_url: Option<String>,
 }
 
 /// `--local-pane`: the local agent's tmux server is started with one session, `karl`,
@@ -165,6 +170,7 @@ impl CoordConfig {
             second_opinion: true,
             scripted_twin: None,
             notify: crate::notify::NotifyConfig::default(),
+            nats_url: None,
         }
     }
 

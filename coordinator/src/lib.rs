@@ -20,6 +20,7 @@
 //! - [`metrics`]: Prometheus counters and gauges (rendered, not served).
 //! - [`export`]: the store as training data — SFT examples and preference pairs.
 //! - [`notify`]: notifications — what a human should hear of, and the sinks that tell them.
+//! - [`events`]: turn and session events on NATS, fire-and-forget.
 //! - [`web`]: the dashboard and `/metrics` over HTTP (axum), its pages embedded.
 
 pub mod app;
@@ -28,6 +29,7 @@ pub use karl_common::context;
 pub mod control;
 pub mod engine;
 pub mod error;
+pub mod events;
 pub mod export;
 pub mod link;
 pub mod metrics;

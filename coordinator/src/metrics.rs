@@ -59,6 +59,7 @@ pub struct Metrics {
     model_latency: Histogram,
     model_errors: Counter,
     notifications: Family<[(&'static str, String); 2], Counter>,
+    events: Family<Label, Counter>,
     snapshots: Counter,
     sessions: Family<Label, Gauge>,
     agents: Gauge,
@@ -91,6 +92,7 @@ impl Metrics {
             model_latency: Histogram::new(latency_buckets()),
             model_errors: Counter::default(),
             notifications: Family::default(),
+            events: Family::default(),
             snapshots: Counter::default(),
             sessions: Family::default(),
             agents: Gauge::default(),
@@ -127,6 +129,11 @@ impl Metrics {
             "notifications",
             "Notifications by sink and outcome (sent, retried, failed, rate_limited, dropped; deduplicated has no sink)",
             m.notifications.clone(),
+        );
+        r.register(
+            "events",
+            "Turn and session events for NATS, by outcome (published, dropped, failed)",
+            m.events.clone(),
         );
         r.register(
             "model_latency_seconds",
@@ -206,6 +213,18 @@ impl Metrics {
 
     pub fn model_failed(&self) {
         self.model_errors.inc();
+    }
+
+    /// A NATS event's fate.
+    pub fn event(&self, outcome: &'static str) {
+        self.events.get_or_create(&label("outcome", outcome)).inc();
+    }
+
+    /// `n` NATS events dropped before the publisher saw them.
+    pub fn events_dropped(&self, n: u64) {
+        self.events
+            .get_or_create(&label("outcome", "dropped"))
+            .inc_by(n);
     }
 
     /// A notification's fate at `sink`.

@@ -10,6 +10,8 @@
 //!   coordinator and agents on loopback, karl-ctl runs, polling with deadlines).
 //! - [`http_stub`]: the accept loop, response and event-stream helpers the stub servers
 //!   share.
+//! - [`nats`]: a real `nats-server` on loopback, and a subscriber speaking NATS's text
+//!   protocol.
 //! - [`receiver`]: a loopback HTTP receiver that records what notification sinks send.
 //! - [`responses_stub`]: a scripted OpenAI-Responses-compatible server, so the real Codex
 //!   CLI runs offline in the compatibility tests.
@@ -30,6 +32,7 @@ pub mod browser;
 pub mod compat;
 pub mod harness;
 pub mod http_stub;
+pub mod nats;
 pub mod receiver;
 pub mod responses_stub;
 pub mod standin;

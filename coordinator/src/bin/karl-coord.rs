@@ -24,6 +24,10 @@ struct Args {
     /// Without a token, only loopback.
     #[arg(long, env = "KARL_HTTP")]
     http: Option<String>,
+    /// Publish turn and session events to this NATS server, e.g. nats://mac5:4222
+    /// (`[events] nats_url`). Fire-and-forget: sessions never wait on it.
+    #[arg(long, env = "KARL_NATS_URL")]
+    nats_url: Option<String>,
     /// Shared token every agent and karl-ctl must present. Without one, only loopback.
     #[arg(long, env = "KARL_TOKEN", hide_env_values = true)]
     token: Option<String>,
@@ -136,6 +140,14 @@ fn resolve(args: Args) -> anyhow::Result<CoordConfig> {
         .resolve()
         .map_err(anyhow::Error::msg)
         .context("[notify] settings in karl-coord.toml")?;
+    let mut events = file.events.clone().unwrap_or_default();
+    if args.nats_url.is_some() {
+        events.nats_url = args.nats_url;
+    }
+    let nats_url = events
+        .resolve()
+        .map_err(anyhow::Error::msg)
+        .context("NATS events (--nats-url / KARL_NATS_URL / [events] nats_url)")?;
     let tls = resolve_tls(
         TlsFile {
             cert: args.tls_cert,
@@ -184,6 +196,7 @@ fn resolve(args: Args) -> anyhow::Result<CoordConfig> {
             .unwrap_or_default(),
         scripted_twin: args.scripted_twin.as_deref().map(read_script).transpose()?,
         notify,
+        nats_url,
     })
 }
 

@@ -160,6 +160,8 @@ pub(crate) struct Shared {
     events: broadcast::Sender<SessionEvent>,
     /// What a human should hear of (escalations, ends, limits), for the notifier.
     notices: broadcast::Sender<crate::notify::Notice>,
+    /// Turn and session events, for the NATS publisher ([`crate::events`]).
+    bus: broadcast::Sender<crate::events::Event>,
     metrics: Arc<Metrics>,
 }
 
@@ -176,6 +178,15 @@ impl Shared {
     /// Tells the notifier; nobody listening (no sinks) is fine, and it never waits.
     fn notice(&self, n: crate::notify::Notice) {
         let _ = self.notices.send(n);
+    }
+
+    /// Puts the event `make` builds on the bus, when someone listens; never waits.
+    fn event(&self, make: impl FnOnce() -> Option<crate::events::Event>) {
+        if self.bus.receiver_count() > 0 {
+            if let Some(e) = make() {
+                let _ = self.bus.send(e);
+            }
+        }
     }
 
     /// Tells the live views; nobody listening is fine.
@@ -230,6 +241,7 @@ impl Engine {
                 stop: watch::channel(false).0,
                 events: broadcast::channel(1024).0,
                 notices: broadcast::channel(256).0,
+                bus: crate::events::bus(),
                 metrics: Arc::new(Metrics::new()),
             }),
             handles,
@@ -283,6 +295,12 @@ impl Engine {
     /// done or failed ([`crate::notify::notice::on_change`]).
     pub fn notices(&self) -> broadcast::Receiver<crate::notify::Notice> {
         self.shared.notices.subscribe()
+    }
+
+    /// Every turn and session event from now on ([`crate::events`]). A slow reader
+    /// misses the oldest (`Lagged`).
+    pub fn event_bus(&self) -> broadcast::Receiver<crate::events::Event> {
+        self.shared.bus.subscribe()
     }
 
     /// The counters the session tasks keep.

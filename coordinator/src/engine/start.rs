@@ -207,6 +207,8 @@ impl Engine {
         };
         self.shared.store.append_audit(&started).await?;
         self.spawn(rec.clone());
+        self.shared
+            .event(|| crate::events::session_event(&SessionRecord::default(), &rec, now));
         Ok(rec)
     }
 
@@ -216,6 +218,7 @@ impl Engine {
         }
         let mut rec = self.record(&id)?;
         self.lock_pane(&rec.pane_key(), &rec.id).await?;
+        let before = rec.clone();
         self.reconcile_pending(&mut rec);
         rec.status = Status::Running;
         rec.reason = "resumed".into();
@@ -224,6 +227,8 @@ impl Engine {
         }
         self.shared.store.put_session(&rec.id, &rec).await?;
         self.spawn(rec.clone());
+        self.shared
+            .event(|| crate::events::session_event(&before, &rec, karl_common::unix_ms()));
         Ok(rec)
     }
 

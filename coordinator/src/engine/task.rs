@@ -134,7 +134,10 @@ impl Shell<'_> {
         let mut notice = None;
         self.ch.view.send_modify(|v| {
             metrics.record_changed(&v.record, &record);
-            notice = crate::notify::notice::on_change(&v.record, &record, karl_common::unix_ms());
+            let now = karl_common::unix_ms();
+            notice = crate::notify::notice::on_change(&v.record, &record, now);
+            self.shared
+                .event(|| crate::events::session_event(&v.record, &record, now));
             v.record = record;
         });
         if let Some(n) = notice {
@@ -284,6 +287,10 @@ impl Shell<'_> {
                 None
             }
             Effect::Publish(u) => {
+                if let Some(t) = &u.turn {
+                    self.shared
+                        .event(|| Some(crate::events::turn_event(&u.record, t)));
+                }
                 let _ = self.ch.updates.send(wire::session_update(&u));
                 self.shared.changed(self.id, Change::Event(u.event));
                 None
