@@ -91,9 +91,10 @@ pub async fn run(
         registry.clone(),
         stop_rx.clone(),
     )?;
-    if let Some(url) = cfg.nats_url.clone() {
-        crate::events::start(url, &engine, stop_rx.clone());
-    }
+    let events = cfg
+        .nats_url
+        .clone()
+        .map(|url| crate::events::start(url, &engine, stop_rx.clone()));
     engine.resume_live();
     let addr = listener
         .local_addr()
@@ -146,6 +147,9 @@ pub async fn run(
     })
     .await;
     engine.shutdown().await;
+    if let Some(task) = events {
+        let _ = task.await;
+    }
     if let Some(task) = dashboard {
         let _ = task.await;
     }

@@ -9,9 +9,9 @@
 //!
 //! Fire-and-forget (the seeds' risk R9): the engine puts an [`Event`] on a broadcast
 //! channel, which never waits. One task publishes them; while NATS is away the client
-//! reconnects in the background, events wait in the channel up to [`QUEUE`] and the older
-//! ones are dropped and counted (`karl_events{outcome="dropped"}`). A session never waits
-//! on NATS and never fails for it.
+//! reconnects in the background, the last [`QUEUE`] events wait on the channel and older
+//! ones are dropped and counted (`karl_events_total{outcome="dropped"}`). A session never
+//! waits on NATS and never fails for it.
 //!
 //! Pure: [`EventsFile`], [`turn_event`], [`session_event`]. IO: [`start`]. Not here:
 //! deciding what a turn or a status is (the engine).
@@ -23,13 +23,18 @@ use karl_common::context::redact;
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::{broadcast, watch};
+use tokio::task::JoinHandle;
 
 use crate::engine::Engine;
 use crate::records::{SessionRecord, TurnRecord};
 
 /// Events waiting for NATS; more are dropped, oldest first.
 pub const QUEUE: usize = 1024;
-/// How long one publish may wait on the client's own buffer (full while NATS is away).
+/// Events the client itself holds; while NATS is away the rest wait on the bus.
+const CLIENT_BUFFER: usize = 64;
+/// How often the publisher looks whether NATS is back.
+const AWAY_POLL: Duration = Duration::from_millis(100);
+/// How long one publish may wait on the client's own buffer.
 const PUBLISH_WAIT: Duration = Duration::from_millis(500);
 /// How long the events still queued get at shutdown.
 const FLUSH_WAIT: Duration = Duration::from_secs(2);
@@ -159,9 +164,10 @@ pub fn session_event(before: &SessionRecord, after: &SessionRecord, now_ms: u64)
     })
 }
 
-/// Publishes the engine's events to `url` until `stop` turns true. Returns at once: the
-/// connection is made (and remade) in the background.
-pub fn start(url: String, engine: &Arc<Engine>, mut stop: watch::Receiver<bool>) {
+/// Publishes the engine's events to `url` until `stop` turns true, then sends what is
+/// still queued (within [`FLUSH_WAIT`]); await the handle after the engine has stopped.
+/// Returns at once: the connection is made (and remade) in the background.
+pub fn start(url: String, engine: &Arc<Engine>, mut stop: watch::Receiver<bool>) -> JoinHandle<()> {
     // Subscribed here, not in the task, so nothing said after `start` is missed.
     let mut rx = engine.event_bus();
     let metrics = engine.metrics().clone();
@@ -170,6 +176,8 @@ pub fn start(url: String, engine: &Arc<Engine>, mut stop: watch::Receiver<bool>)
         let client = async_nats::ConnectOptions::new()
             .name(concat!("karl-coord/", env!("CARGO_PKG_VERSION")))
             .retry_on_initial_connect()
+            // Events wait on the bus, not in the client: it does not send while away.
+            .client_capacity(CLIENT_BUFFER)
             .event_callback(move |e| {
                 let url = where_.clone();
                 async move {
@@ -178,7 +186,7 @@ pub fn start(url: String, engine: &Arc<Engine>, mut stop: watch::Receiver<bool>)
                             tracing::info!(target: "coord.events", %url, "connected to NATS; publishing turn and session events")
                         }
                         async_nats::Event::Disconnected => {
-                            tracing::warn!(target: "coord.events", %url, "NATS is away: events wait (up to {QUEUE}) while the client reconnects; sessions carry on")
+                            tracing::warn!(target: "coord.events", %url, "NATS is away: the last {QUEUE} events wait while the client reconnects; sessions carry on")
                         }
                         other => {
                             tracing::debug!(target: "coord.events", %url, event = %other, "NATS client")
@@ -195,40 +203,88 @@ pub fn start(url: String, engine: &Arc<Engine>, mut stop: watch::Receiver<bool>)
                 return;
             }
         };
+        let publisher = Publisher {
+            client,
+            metrics,
+            url,
+        };
         loop {
+            // While NATS is away, events stay on the bus; the oldest fall off, counted.
+            if !publisher.connected() {
+                tokio::select! {
+                    _ = stop.changed() => break,
+                    () = tokio::time::sleep(AWAY_POLL) => continue,
+                }
+            }
             let event = tokio::select! {
                 _ = stop.changed() => break,
                 r = rx.recv() => match r {
                     Ok(e) => e,
                     Err(broadcast::error::RecvError::Lagged(n)) => {
-                        tracing::warn!(target: "coord.events", %url, dropped = n, "NATS events dropped: the queue was full");
-                        metrics.events_dropped(n);
+                        publisher.lagged(n);
                         continue;
                     }
                     Err(broadcast::error::RecvError::Closed) => break,
                 },
             };
-            let payload = serde_json::to_vec(&event.payload).unwrap_or_default();
-            let sent =
-                tokio::time::timeout(PUBLISH_WAIT, client.publish(event.subject, payload.into()))
-                    .await;
-            match sent {
-                Ok(Ok(())) => metrics.event("published"),
-                Ok(Err(e)) => {
-                    tracing::debug!(target: "coord.events", %url, error = %e, "cannot publish an event");
-                    metrics.event("failed");
+            publisher.send(event).await;
+        }
+        // At shutdown: what is already queued goes out, if NATS is there to take it.
+        let drained = tokio::time::timeout(FLUSH_WAIT, async {
+            while publisher.connected() {
+                match rx.try_recv() {
+                    Ok(e) => publisher.send(e).await,
+                    Err(broadcast::error::TryRecvError::Lagged(n)) => publisher.lagged(n),
+                    Err(_) => break,
                 }
-                // The client's buffer is full (NATS away): this one is lost, the next waits.
-                Err(_) => metrics.event("dropped"),
             }
+            if publisher.connected() {
+                publisher.client.flush().await.map_err(|e| e.to_string())
+            } else {
+                Err("NATS is away".to_string())
+            }
+        })
+        .await;
+        if !matches!(drained, Ok(Ok(()))) {
+            tracing::info!(target: "coord.events", url = %publisher.url, "events still queued for NATS at shutdown were dropped");
         }
-        if tokio::time::timeout(FLUSH_WAIT, client.flush())
-            .await
-            .is_err()
-        {
-            tracing::info!(target: "coord.events", %url, "events still queued for NATS at shutdown were dropped");
+    })
+}
+
+/// The client, and what it counts.
+struct Publisher {
+    client: async_nats::Client,
+    metrics: Arc<crate::metrics::Metrics>,
+    url: String,
+}
+
+impl Publisher {
+    fn connected(&self) -> bool {
+        self.client.connection_state() == async_nats::connection::State::Connected
+    }
+
+    fn lagged(&self, n: u64) {
+        tracing::warn!(target: "coord.events", url = %self.url, dropped = n, "NATS events dropped: the queue was full");
+        self.metrics.events_dropped(n);
+    }
+
+    async fn send(&self, event: Event) {
+        let payload = serde_json::to_vec(&event.payload).unwrap_or_default();
+        let sent = tokio::time::timeout(
+            PUBLISH_WAIT,
+            self.client.publish(event.subject, payload.into()),
+        )
+        .await;
+        match sent {
+            Ok(Ok(())) => self.metrics.event("published"),
+            Ok(Err(e)) => {
+                tracing::debug!(target: "coord.events", url = %self.url, error = %e, "cannot publish an event");
+                self.metrics.event("failed");
+            }
+            // The connection went away with the client's buffer full: this one is lost.
+            Err(_) => self.metrics.event("dropped"),
         }
-    });
+    }
 }
 
 /// A broadcast channel for [`Event`]s of the size the publisher keeps.

@@ -384,6 +384,9 @@ pub fn show(d: &pb::SessionDetail, json: bool) {
         for (i, line) in lines.iter().filter_map(|l| l.as_str()).enumerate() {
             println!("{}{line}", if i == 0 { "summary  " } else { "         " });
         }
+    } else if let Some(line) = rec["summary_line"].as_str() {
+        // A coordinator from before the summary had lines.
+        println!("summary  {line}");
     }
     let last: Vec<_> = d.turns.iter().rev().take(5).collect();
     if !last.is_empty() {

@@ -50,12 +50,26 @@ impl NatsServer {
                     ),
                 )
             })?;
-        let server = NatsServer {
+        let mut server = NatsServer {
             child: Some(child),
             port,
         };
+        // Ours, not whatever else took the port: the child is alive and a NATS server
+        // greets with INFO.
         let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        loop {
+            if let Some(status) = server
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                return Err(std::io::Error::other(format!(
+                    "nats-server exited at start ({status}): is 127.0.0.1:{port} taken?"
+                )));
+            }
+            if greets(port) {
+                return Ok(server);
+            }
             if Instant::now() > deadline {
                 return Err(std::io::Error::other(format!(
                     "nats-server did not listen on 127.0.0.1:{port} within 10 s"
@@ -63,7 +77,6 @@ impl NatsServer {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        Ok(server)
     }
 
     pub fn url(&self) -> String {
@@ -77,6 +90,16 @@ impl NatsServer {
             let _ = c.wait();
         }
     }
+}
+
+/// Whether a NATS server answers on `port` (its first line is `INFO {...}`).
+fn greets(port: u16) -> bool {
+    let Ok(conn) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(1)));
+    let mut line = String::new();
+    BufReader::new(conn).read_line(&mut line).is_ok() && line.starts_with("INFO ")
 }
 
 impl Drop for NatsServer {

@@ -101,6 +101,15 @@ fn events_reach_nats_and_a_nats_outage_never_holds_a_session_up() {
     });
     assert_eq!(later["session"], id.as_str());
     assert!(sub.messages().len() > seen_while_away);
+    // The turns typed while it was away waited for it (far fewer than the queue holds).
+    let waited = turns(&sub.messages(), &id)
+        .into_iter()
+        .find(|t| (before + 1..=typed_by_now).contains(&(t["turn"].as_u64().unwrap() as usize)));
+    assert!(
+        waited.is_some(),
+        "no event of turns {}..={typed_by_now}, typed while NATS was away",
+        before + 1
+    );
 
     // The end carries the summary.
     let stop = fleet.ctl(&["stop", &id]);

@@ -544,7 +544,8 @@ impl Session {
         self.rec.status = status;
         self.rec.reason = reason;
         let mut frozen = crate::summary::SessionSummary::of(&self.rec);
-        frozen.ended_ms = self.now;
+        // The time `save` stamps the record with, below.
+        frozen.ended_ms = self.now.max(self.rec.updated_ms + 1);
         self.rec.summary = Some(frozen);
         let summary = self.rec.end_summary();
         self.audit(AuditKind::Session, "", summary.clone());

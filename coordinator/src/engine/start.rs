@@ -206,9 +206,10 @@ impl Engine {
             ),
         };
         self.shared.store.append_audit(&started).await?;
-        self.spawn(rec.clone());
+        // Told before the task runs, so nothing it says comes before the start.
         self.shared
             .event(|| crate::events::session_event(&SessionRecord::default(), &rec, now));
+        self.spawn(rec.clone());
         Ok(rec)
     }
 
@@ -222,13 +223,15 @@ impl Engine {
         self.reconcile_pending(&mut rec);
         rec.status = Status::Running;
         rec.reason = "resumed".into();
+        // It ends again with a summary of its own.
+        rec.summary = None;
         if let Some(more) = max_turns {
             rec.max_turns = rec.turns + more;
         }
         self.shared.store.put_session(&rec.id, &rec).await?;
-        self.spawn(rec.clone());
         self.shared
             .event(|| crate::events::session_event(&before, &rec, karl_common::unix_ms()));
+        self.spawn(rec.clone());
         Ok(rec)
     }
 
