@@ -32,6 +32,11 @@ pub fn bin(name: &str) -> PathBuf {
     p
 }
 
+/// [`wait_for`] with a deadline in seconds that panics, naming `what`, when it passes.
+pub fn wait_until<T>(what: &str, secs: u64, f: impl FnMut() -> Option<T>) -> T {
+    wait_for(Duration::from_secs(secs), f).unwrap_or_else(|| panic!("timed out: {what}"))
+}
+
 /// Polls `f` until it returns `Some` or `timeout` passes.
 pub fn wait_for<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + timeout;

@@ -8,12 +8,8 @@
 
 use std::time::Duration;
 
-use karl_tests::harness::{free_port, wait_for, Fleet};
+use karl_tests::harness::{free_port, wait_until, Fleet};
 use karl_tests::nats::{Msg, NatsServer, Subscriber};
-
-fn wait_until<T>(what: &str, secs: u64, f: impl FnMut() -> Option<T>) -> T {
-    wait_for(Duration::from_secs(secs), f).unwrap_or_else(|| panic!("timed out: {what}"))
-}
 
 /// The turn events of `id`, in order.
 fn turns(msgs: &[Msg], id: &str) -> Vec<serde_json::Value> {

@@ -15,7 +15,7 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use karl_tests::harness::{wait_for, Fleet, TEST_COORD_CONFIG};
+use karl_tests::harness::{wait_until, Fleet, TEST_COORD_CONFIG};
 use karl_tests::receiver::Receiver;
 
 /// A recorder standing in for `osascript`: each call appends its argv, one argument per
@@ -46,10 +46,6 @@ fn recorded(path: &Path) -> Vec<Vec<String>> {
     // What follows the last `--` is a call still being written (or nothing).
     calls.pop();
     calls
-}
-
-fn wait_until<T>(what: &str, secs: u64, f: impl FnMut() -> Option<T>) -> T {
-    wait_for(Duration::from_secs(secs), f).unwrap_or_else(|| panic!("timed out: {what}"))
 }
 
 #[test]
