@@ -80,26 +80,27 @@ pub struct Event {
     pub payload: serde_json::Value,
 }
 
-/// What every event says about its session.
-fn session_fields(rec: &SessionRecord) -> serde_json::Map<String, serde_json::Value> {
-    let v = json!({
-        "session": rec.id,
-        "machine": rec.machine,
-        "target": rec.target,
-        "pane": rec.pane_id,
-        "project": rec.project,
-        "dry_run": rec.dry_run,
-    });
-    match v {
-        serde_json::Value::Object(m) => m,
-        _ => serde_json::Map::new(),
+/// An event on `subject`: what every event says about its session, then `fields`.
+fn event(subject: String, rec: &SessionRecord, fields: serde_json::Value) -> Event {
+    let mut m = serde_json::Map::new();
+    m.insert("session".into(), rec.id.clone().into());
+    m.insert("machine".into(), rec.machine.clone().into());
+    m.insert("target".into(), rec.target.clone().into());
+    m.insert("pane".into(), rec.pane_id.clone().into());
+    m.insert("project".into(), rec.project.clone().into());
+    m.insert("dry_run".into(), rec.dry_run.into());
+    if let serde_json::Value::Object(f) = fields {
+        m.extend(f);
+    }
+    Event {
+        subject,
+        payload: serde_json::Value::Object(m),
     }
 }
 
 /// `karl.twin.turn`: the turn as it stands (typed, refused, or judged), secrets redacted.
 pub fn turn_event(rec: &SessionRecord, turn: &TurnRecord) -> Event {
     let clean = |t: &str| redact(t).0.into_owned();
-    let mut m = session_fields(rec);
     let fields = json!({
         "turn": turn.n,
         "prompt": clean(&turn.prompt),
@@ -118,13 +119,7 @@ pub fn turn_event(rec: &SessionRecord, turn: &TurnRecord) -> Event {
         "prompt_tokens": turn.prompt_tokens,
         "unix_ms": turn.unix_ms,
     });
-    if let serde_json::Value::Object(f) = fields {
-        m.extend(f);
-    }
-    Event {
-        subject: TURN_SUBJECT.to_string(),
-        payload: serde_json::Value::Object(m),
-    }
+    event(TURN_SUBJECT.to_string(), rec, fields)
 }
 
 /// `karl.session.*` for a record change: `started` for a new session, its new status
@@ -139,7 +134,6 @@ pub fn session_event(before: &SessionRecord, after: &SessionRecord, now_ms: u64)
     } else {
         after.status.as_str()
     };
-    let mut m = session_fields(after);
     let fields = json!({
         "status": after.status.as_str(),
         "previous": if started { serde_json::Value::Null } else { before.status.as_str().into() },
@@ -149,19 +143,16 @@ pub fn session_event(before: &SessionRecord, after: &SessionRecord, now_ms: u64)
         "max_turns": after.max_turns,
         "unix_ms": now_ms,
     });
-    if let serde_json::Value::Object(f) = fields {
-        m.extend(f);
-    }
+    let mut e = event(format!("karl.session.{name}"), after, fields);
     if !after.status.is_live() {
-        m.insert(
-            "summary".into(),
-            serde_json::to_value(after.summary()).unwrap_or_default(),
-        );
+        if let serde_json::Value::Object(m) = &mut e.payload {
+            m.insert(
+                "summary".into(),
+                serde_json::to_value(after.summary()).unwrap_or_default(),
+            );
+        }
     }
-    Some(Event {
-        subject: format!("karl.session.{name}"),
-        payload: serde_json::Value::Object(m),
-    })
+    Some(e)
 }
 
 /// Publishes the engine's events to `url` until `stop` turns true, then sends what is

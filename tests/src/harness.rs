@@ -32,6 +32,28 @@ pub fn bin(name: &str) -> PathBuf {
     p
 }
 
+/// Starts karl-coord with `config` as its karl-coord.toml and a data dir not made yet;
+/// asserts it refuses to start, before opening the data dir. Returns what it said.
+pub fn coord_refuses_config(config: &str) -> String {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
+    let file = dir.path().join("karl-coord.toml");
+    std::fs::write(&file, config).unwrap_or_else(|e| panic!("write config: {e}"));
+    let out = Command::new(bin("karl-coord"))
+        .arg("--config")
+        .arg(&file)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .output()
+        .unwrap_or_else(|e| panic!("run karl-coord: {e}"));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "karl-coord started: {err}");
+    assert!(
+        !dir.path().join("data").exists(),
+        "nothing was opened before the check"
+    );
+    err
+}
+
 /// [`wait_for`] with a deadline in seconds that panics, naming `what`, when it passes.
 pub fn wait_until<T>(what: &str, secs: u64, f: impl FnMut() -> Option<T>) -> T {
     wait_for(Duration::from_secs(secs), f).unwrap_or_else(|| panic!("timed out: {what}"))

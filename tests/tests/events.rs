@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use karl_tests::harness::{free_port, wait_until, Fleet};
+use karl_tests::harness::{coord_refuses_config, free_port, wait_until, Fleet};
 use karl_tests::nats::{Msg, NatsServer, Subscriber};
 
 /// The turn events of `id`, in order.
@@ -153,22 +153,9 @@ fn no_nats_server_at_all_is_fine() {
 
 #[test]
 fn a_bad_nats_url_says_what_to_write() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("karl-coord.toml");
-    std::fs::write(&config, "[events]\nnats_url = \"http://mac5:4222\"\n").unwrap();
-    let out = std::process::Command::new(karl_tests::harness::bin("karl-coord"))
-        .args(["--config", config.to_str().unwrap(), "--data-dir"])
-        .arg(dir.path().join("data"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    let err = coord_refuses_config("[events]\nnats_url = \"http://mac5:4222\"\n");
     assert!(
         err.contains("[events] nats_url") && err.contains("nats://"),
         "{err}"
-    );
-    assert!(
-        !dir.path().join("data").exists(),
-        "nothing was opened before the check"
     );
 }

@@ -353,26 +353,11 @@ events = ["permission"]
 
 #[test]
 fn a_coordinator_with_a_bad_notify_table_says_what_to_fix() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("karl-coord.toml");
-    std::fs::write(
-        &config,
+    let err = karl_tests::harness::coord_refuses_config(
         "[notify]\n[[notify.sink]]\nkind = \"slack\"\nurl = \"hooks.slack.com/services/x\"\n",
-    )
-    .unwrap();
-    let out = std::process::Command::new(karl_tests::harness::bin("karl-coord"))
-        .args(["--config", config.to_str().unwrap(), "--data-dir"])
-        .arg(dir.path().join("data"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    );
     assert!(
         err.contains("[notify]") && err.contains("is not an http:// or https:// URL"),
         "{err}"
-    );
-    assert!(
-        !dir.path().join("data").exists(),
-        "nothing was opened before the check"
     );
 }
