@@ -1,4 +1,5 @@
 //! Store migrations, one schema version at a time, on the records' JSON.
+//! (v2 → v3 rewrites nothing; see `Store`'s module doc.)
 //!
 //! v1 → v2: the enums. Sessions: `driven_agent` and `last_source` `""` → null, an empty
 //! `last_state` or `agent_kind` → `unknown`. Turns: `inject` `"refused: why"` →
@@ -19,6 +20,8 @@ pub(super) fn run(db: &sled::Db, from: u32) -> Result<()> {
         rewrite(db, "turns", turn_v2)?;
         rewrite(db, "audit", audit_v2)?;
     }
+    // v2 → v3 changes no record: v3 only adds compressed values, which are written from
+    // now on and read beside plain ones.
     Ok(())
 }
 

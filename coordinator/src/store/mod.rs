@@ -2,7 +2,9 @@
 //! one-session-per-pane locks.
 //!
 //! Layout (one sled tree each, values are JSON so a record can gain fields without a
-//! migration):
+//! migration; a value of 512 bytes or more is stored LZ4-compressed behind a `0x01`
+//! byte, which cuts a turn with its briefings to about a quarter on disk and in sled's
+//! page cache):
 //! - `meta`: `schema_version` → u32 big-endian.
 //! - `sessions`: session id → session record.
 //! - `turns`: session id ‖ 0x00 ‖ turn number (u32 BE) → turn record.
@@ -16,8 +18,9 @@
 //! fsync ever blocks a runtime thread.
 //!
 //! Schema versions: v1 held pane states, turn sources, outcomes and injection results as
-//! free strings (`"refused: the pane is busy"`, `""` for none); v2 holds enums. Opening a
-//! v1 store migrates it in place ([`migrate`]). Typed records live in [`crate::records`];
+//! free strings (`"refused: the pane is busy"`, `""` for none); v2 holds enums; v3 may
+//! hold compressed values (so a v2 karl-coord refuses it rather than misread it). Opening
+//! an older store migrates it in place ([`migrate`]). Typed records live in [`crate::records`];
 //! this module only knows keys and JSON.
 
 mod migrate;
@@ -32,7 +35,7 @@ use sled::transaction::{ConflictableTransactionError, TransactionError};
 use sled::Transactional;
 
 /// The schema this build writes.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -99,16 +102,54 @@ fn turn_prefix(session: &str) -> Vec<u8> {
     k
 }
 
+/// First byte of a compressed value: `0x01`, then the JSON's length (u32 little-endian)
+/// and its LZ4 block. A JSON value starts with `{`, so the two never clash.
+const LZ4_TAG: u8 = 0x01;
+/// sled's page cache. Its default (1 GiB) is more than a coordinator sharing a Mac with
+/// the model server should hold; live sessions touch only their newest turns. sled
+/// evicts in batches, so a long scan (an export) can briefly hold more than this.
+const CACHE_BYTES: u64 = 128 << 20;
+/// Values shorter than this stay plain JSON: compressing them gains little.
+const COMPRESS_FROM: usize = 512;
+/// The largest JSON a compressed value may claim to hold; a larger claim is corruption,
+/// refused before anything is allocated.
+const MAX_VALUE: usize = 64 << 20;
+
 fn to_json<T: Serialize>(v: &T) -> Vec<u8> {
     // Plain structs of strings and numbers: serialization cannot fail.
-    serde_json::to_vec(v).unwrap_or_default()
+    let json = serde_json::to_vec(v).unwrap_or_default();
+    if json.len() < COMPRESS_FROM {
+        return json;
+    }
+    let mut out = Vec::with_capacity(json.len() / 3);
+    out.push(LZ4_TAG);
+    out.extend_from_slice(&lz4_flex::block::compress_prepend_size(&json));
+    if out.len() < json.len() {
+        out
+    } else {
+        json
+    }
 }
 
 fn from_json<T: DeserializeOwned>(tree: &'static str, bytes: &[u8]) -> Result<T> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
-        tree,
-        message: e.to_string(),
-    })
+    let corrupt = |message: String| StoreError::Corrupt { tree, message };
+    match bytes.split_first() {
+        Some((&LZ4_TAG, packed)) => {
+            let claimed = packed
+                .get(..4)
+                .and_then(|b| b.try_into().ok())
+                .map_or(usize::MAX, |b| u32::from_le_bytes(b) as usize);
+            if claimed > MAX_VALUE {
+                return Err(corrupt(format!(
+                    "a compressed value claims {claimed} bytes (the limit is {MAX_VALUE})"
+                )));
+            }
+            let json = lz4_flex::block::decompress_size_prepended(packed)
+                .map_err(|e| corrupt(format!("a compressed value does not unpack: {e}")))?;
+            serde_json::from_slice(&json).map_err(|e| corrupt(e.to_string()))
+        }
+        _ => serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string())),
+    }
 }
 
 fn abort<E>(e: TransactionError<E>) -> StoreError
@@ -139,6 +180,7 @@ impl Store {
         let db = sled::Config::new()
             .path(&path)
             .mode(sled::Mode::HighThroughput)
+            .cache_capacity(CACHE_BYTES)
             .open()
             .map_err(open_err)?;
         let meta = db.open_tree("meta").map_err(open_err)?;
@@ -426,6 +468,75 @@ mod tests {
             store.turns::<Rec>("s").unwrap().is_empty(),
             "prefix must not leak across ids"
         );
+    }
+
+    #[derive(Serialize, Deserialize, Debug, PartialEq)]
+    struct Big {
+        text: String,
+    }
+
+    #[tokio::test]
+    async fn large_values_are_stored_compressed_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = Big {
+            text: "## Terminal\n  src/lib.rs | 12 ++++---- compiled ok\n".repeat(200),
+        };
+        let json_len = serde_json::to_vec(&big).unwrap().len();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store
+                .record_turn("s1", &Rec { n: 1 }, 1, &big, &[])
+                .unwrap();
+            store.flush_async().await.unwrap();
+        }
+        let raw = {
+            let db = sled::open(dir.path().join("karl.sled")).unwrap();
+            let turns = db.open_tree("turns").unwrap();
+            let v = turns.iter().values().next().unwrap().unwrap();
+            let small = db.open_tree("sessions").unwrap();
+            let s = small.iter().values().next().unwrap().unwrap();
+            assert_eq!(s.first(), Some(&b'{'), "a small record stays plain JSON");
+            v
+        };
+        assert_eq!(raw.first(), Some(&LZ4_TAG));
+        assert!(
+            raw.len() * 4 < json_len,
+            "{} bytes stored for {json_len} of JSON",
+            raw.len()
+        );
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.turns::<Big>("s1").unwrap(), vec![big]);
+    }
+
+    #[test]
+    fn plain_and_compressed_values_read_alike_and_damage_is_an_error() {
+        let rec = Big {
+            text: "x".repeat(2000),
+        };
+        let packed = to_json(&rec);
+        assert_eq!(packed.first(), Some(&LZ4_TAG));
+        let plain = serde_json::to_vec(&rec).unwrap();
+        assert_eq!(from_json::<Big>("turns", &packed).unwrap(), rec);
+        assert_eq!(from_json::<Big>("turns", &plain).unwrap(), rec);
+        // A length claim past the limit is refused before anything is allocated.
+        let mut huge = vec![LZ4_TAG];
+        huge.extend_from_slice(&u32::MAX.to_le_bytes());
+        huge.extend_from_slice(&packed[5..]);
+        let err = from_json::<Big>("turns", &huge).unwrap_err();
+        assert!(err.to_string().contains("claims"), "{err}");
+        // Truncated, empty, or garbage: an error naming the tree, never a panic.
+        for bad in [
+            &packed[..packed.len() / 2],
+            &[LZ4_TAG][..],
+            &[][..],
+            b"\x02junk",
+        ] {
+            let err = from_json::<Big>("turns", bad).unwrap_err();
+            assert!(
+                matches!(err, StoreError::Corrupt { tree: "turns", .. }),
+                "{err}"
+            );
+        }
     }
 
     #[tokio::test]
