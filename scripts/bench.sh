@@ -23,7 +23,7 @@
 #   KARL_BENCH_SCALE_SECS   scale run, measured seconds (default 60)
 #   KARL_BENCH_SETTLE_TURNS settle bench, turns measured (default 30)
 #   KARL_BENCH_TURNS        turn bench, turns (default 1500)
-#   KARL_BENCH_EXPORT_TURNS export bench, turns in the store (default 100000; 1.6 GB of disk)
+#   KARL_BENCH_EXPORT_TURNS export bench, turns in the store (default 100000; about 0.6 GB of disk)
 #   KARL_BENCH_EVIDENCE_SECS evidence bench, measured seconds per run (default 40)
 #   KARL_BENCH_LOGS         where the outputs go (default target/bench-logs)
 # Needs tmux. Takes about 5 minutes on 2 cores, plus the release build.

@@ -1,21 +1,25 @@
 //! `karl-ctl export` over a large store: throughput and peak memory of the scan.
 //!
 //! Builds a store of `KARL_BENCH_EXPORT_TURNS` turns (default 100,000; sessions of 50
-//! turns, each turn with a ~4 KB briefing, one in five with a refused candidate, one in
+//! turns, each turn's briefing the phase's real system prompt and the last 60 lines of a
+//! pane capture from `tests/fixtures/panes`, one in five with a refused candidate, one in
 //! ten ended in an error), closes it, reopens it cold and exports SFT examples and pairs
 //! into a byte counter — what the Export stream does, without the network. Peak RSS is
 //! measured in a process that never held the writes (a child builds the store). Ends
 //! with `BENCH name=… value=…` lines for `scripts/bench.sh`.
 //!
 //! The export's own state is bounded (a session's waiting failures, 8 bytes per line
-//! for duplicates); sled's page cache is not: it keeps what the scan read, so the peak
-//! grows with the store (about 4 KB per turn here) — the figure this bench watches.
+//! for duplicates). The rest is sled's page cache: capped at 128 MiB, but sled evicts in
+//! batches of 64 reads per shard (256 shards), so a long scan holds a few thousand pages
+//! beyond the cap; stored values are LZ4-compressed, which keeps those pages small. The
+//! peak therefore grows far slower than the store — run with 100,000 and 400,000 turns
+//! to see it.
 //!
 //! `cargo bench -p karl-coord --bench export`
 
 use std::time::Instant;
 
-use karl_coord::context::ChatMessage;
+use karl_coord::context::{system_prompt, ChatMessage, Phase};
 use karl_coord::export::{run, ExportFilter};
 use karl_coord::records::{
     InjectStatus, RefusedCandidate, SessionRecord, TurnOutcome, TurnRecord, TurnSource,
@@ -35,21 +39,46 @@ fn kb(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn briefing(session: u32, n: u32) -> Vec<ChatMessage> {
-    let screen: String = (0..40)
-        .map(|i| {
-            format!("  src/module_{session}_{n}_{i}.rs | 12 ++++++---- compiled ok in 0.{i}s\n")
+/// The pane captures under `tests/fixtures/panes`: each turn's briefing shows one, so the
+/// stored records compress as real ones do (not as a repeated synthetic line would).
+fn screens() -> Vec<String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/panes");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    paths.retain(|p| p.extension().and_then(|e| e.to_str()) == Some("txt"));
+    paths.sort();
+    paths
+        .iter()
+        .filter_map(|p| std::fs::read(p).ok())
+        .map(|b| {
+            let text = String::from_utf8_lossy(&b).into_owned();
+            // The context keeps the screen's tail; about 60 lines.
+            let lines: Vec<&str> = text.lines().collect();
+            lines[lines.len().saturating_sub(60)..].join("\n")
         })
-        .collect();
+        .collect()
+}
+
+fn briefing(screens: &[String], session: u32, n: u32) -> Vec<ChatMessage> {
+    let i = (session * TURNS_PER_SESSION + n) as usize;
+    let screen = screens
+        .get(i % screens.len().max(1))
+        .map_or("", String::as_str);
+    let phase = match n * 3 / TURNS_PER_SESSION {
+        0 => Phase::Explore,
+        1 => Phase::Build,
+        _ => Phase::Close,
+    };
     vec![
-        ChatMessage::system("You are the developer driving a coding agent in a terminal. ".repeat(20)),
+        ChatMessage::system(system_prompt(phase)),
         ChatMessage::user(format!(
             "## Session\nProject: bench-{session}\nTurn: {n} of {TURNS_PER_SESSION}\n\n## Terminal\n{screen}\n## Your turn\nWrite the one instruction."
         )),
     ]
 }
 
-fn turn(session: u32, n: u32) -> TurnRecord {
+fn turn(screens: &[String], session: u32, n: u32) -> TurnRecord {
     let refused = if n.is_multiple_of(5) {
         vec![RefusedCandidate {
             text: format!("What's the status of step {n}?"),
@@ -60,7 +89,9 @@ fn turn(session: u32, n: u32) -> TurnRecord {
     } else {
         Vec::new()
     };
-    let asked: Vec<Vec<ChatMessage>> = (0..=refused.len()).map(|_| briefing(session, n)).collect();
+    let asked: Vec<Vec<ChatMessage>> = (0..=refused.len())
+        .map(|_| briefing(screens, session, n))
+        .collect();
     TurnRecord {
         n,
         prompt: format!("Implement step {n} of session {session}: handle the next token kind."),
@@ -125,6 +156,11 @@ fn main() {
                 std::process::exit(1);
             }
         };
+        let screens = screens();
+        if screens.is_empty() {
+            eprintln!("no pane captures under tests/fixtures/panes");
+            std::process::exit(1);
+        }
         let t0 = Instant::now();
         for s in 0..sessions {
             let rec = SessionRecord {
@@ -134,7 +170,7 @@ fn main() {
                 ..Default::default()
             };
             for n in 1..=TURNS_PER_SESSION.min(turns - s * TURNS_PER_SESSION) {
-                if let Err(e) = store.record_turn(&rec.id, &rec, n, &turn(s, n), &[]) {
+                if let Err(e) = store.record_turn(&rec.id, &rec, n, &turn(&screens, s, n), &[]) {
                     eprintln!("{e}");
                     std::process::exit(1);
                 }
