@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{from_json, Result, StoreError};
+use super::{from_json, to_json, Result, StoreError};
 
 /// Migrates `db` from schema `from` to the current one.
 pub(super) fn run(db: &sled::Db, from: u32) -> Result<()> {
@@ -37,11 +37,8 @@ fn rewrite(db: &sled::Db, tree: &'static str, f: fn(&mut Map<String, Value>)) ->
             });
         };
         f(obj);
-        let bytes = serde_json::to_vec(&value).map_err(|e| StoreError::Corrupt {
-            tree,
-            message: e.to_string(),
-        })?;
-        t.insert(k, bytes)?;
+        // Written as every record is: large ones compressed.
+        t.insert(k, to_json(&value))?;
     }
     Ok(())
 }

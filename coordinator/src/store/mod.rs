@@ -3,8 +3,7 @@
 //!
 //! Layout (one sled tree each, values are JSON so a record can gain fields without a
 //! migration; a value of 512 bytes or more is stored LZ4-compressed behind a `0x01`
-//! byte, which cuts a turn with its briefings to about a quarter on disk and in sled's
-//! page cache):
+//! byte, which halves a turn with its briefings on disk and in sled's page cache):
 //! - `meta`: `schema_version` → u32 big-endian.
 //! - `sessions`: session id → session record.
 //! - `turns`: session id ‖ 0x00 ‖ turn number (u32 BE) → turn record.
@@ -111,14 +110,17 @@ const LZ4_TAG: u8 = 0x01;
 const CACHE_BYTES: u64 = 128 << 20;
 /// Values shorter than this stay plain JSON: compressing them gains little.
 const COMPRESS_FROM: usize = 512;
-/// The largest JSON a compressed value may claim to hold; a larger claim is corruption,
-/// refused before anything is allocated.
+/// The largest JSON stored compressed (a larger one is stored plain), so a compressed
+/// value claiming more is corruption, refused before anything is allocated.
 const MAX_VALUE: usize = 64 << 20;
+/// LZ4 expands at most about 255:1, so a claim beyond this many times the packed bytes
+/// is corruption too (and cannot make a 5-byte value allocate 64 MiB).
+const MAX_RATIO: usize = 255;
 
 fn to_json<T: Serialize>(v: &T) -> Vec<u8> {
     // Plain structs of strings and numbers: serialization cannot fail.
     let json = serde_json::to_vec(v).unwrap_or_default();
-    if json.len() < COMPRESS_FROM {
+    if json.len() < COMPRESS_FROM || json.len() > MAX_VALUE {
         return json;
     }
     let mut out = Vec::with_capacity(json.len() / 3);
@@ -135,13 +137,17 @@ fn from_json<T: DeserializeOwned>(tree: &'static str, bytes: &[u8]) -> Result<T>
     let corrupt = |message: String| StoreError::Corrupt { tree, message };
     match bytes.split_first() {
         Some((&LZ4_TAG, packed)) => {
-            let claimed = packed
-                .get(..4)
-                .and_then(|b| b.try_into().ok())
-                .map_or(usize::MAX, |b| u32::from_le_bytes(b) as usize);
-            if claimed > MAX_VALUE {
+            let Some((len, block)) = packed.split_first_chunk::<4>() else {
                 return Err(corrupt(format!(
-                    "a compressed value claims {claimed} bytes (the limit is {MAX_VALUE})"
+                    "a compressed value is too short ({} bytes)",
+                    bytes.len()
+                )));
+            };
+            let claimed = u32::from_le_bytes(*len) as usize;
+            if claimed > MAX_VALUE || claimed > block.len().saturating_mul(MAX_RATIO) {
+                return Err(corrupt(format!(
+                    "a compressed value of {} bytes claims {claimed} bytes of JSON",
+                    bytes.len()
                 )));
             }
             let json = lz4_flex::block::decompress_size_prepended(packed)
@@ -524,6 +530,14 @@ mod tests {
         huge.extend_from_slice(&packed[5..]);
         let err = from_json::<Big>("turns", &huge).unwrap_err();
         assert!(err.to_string().contains("claims"), "{err}");
+        // So is a claim no LZ4 block of that size could unpack to.
+        let mut tiny = vec![LZ4_TAG];
+        tiny.extend_from_slice(&(1u32 << 20).to_le_bytes());
+        tiny.push(0);
+        let err = from_json::<Big>("turns", &tiny).unwrap_err();
+        assert!(err.to_string().contains("claims"), "{err}");
+        let err = from_json::<Big>("turns", &[LZ4_TAG, 1]).unwrap_err();
+        assert!(err.to_string().contains("too short"), "{err}");
         // Truncated, empty, or garbage: an error naming the tree, never a panic.
         for bad in [
             &packed[..packed.len() / 2],
@@ -657,7 +671,7 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         check(&store);
         drop(store);
-        // Opened again: the version says v2 and nothing changes.
+        // Opened again: the version says v3 and nothing changes.
         let store = Store::open(dir.path()).unwrap();
         check(&store);
         let v = store
