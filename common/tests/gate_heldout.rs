@@ -14,9 +14,14 @@ use karl_common::gate::Gate;
 const DIR: &str = "tests/fixtures/prompts-heldout";
 
 /// The held-out sets, in the order they were written: the first before the gate by meaning,
-/// the second (`-2`) before the second opinion and the second round on repeats.
-const SINGLE: [&str; 2] = ["heldout.jsonl", "heldout-2.jsonl"];
-const REPEATS: [&str; 2] = ["repeats-heldout.jsonl", "repeats-heldout-2.jsonl"];
+/// the second (`-2`) before the second opinion and the second round on repeats, the third
+/// (`-3`) before the third round (units, phrasal verbs, more commands and examples).
+const SINGLE: [&str; 3] = ["heldout.jsonl", "heldout-2.jsonl", "heldout-3.jsonl"];
+const REPEATS: [&str; 3] = [
+    "repeats-heldout.jsonl",
+    "repeats-heldout-2.jsonl",
+    "repeats-heldout-3.jsonl",
+];
 
 /// Each held-out file's figures, then both pooled.
 fn figures(gate: &Gate, title: &str) -> (Score, Score) {
@@ -64,23 +69,25 @@ fn heldout_figures() {
     figures(&Gate::new(), "lexical gate (no model)");
     let (single, rep) = figures(model_gate(), "gate with the embedding model");
     println!("== the deployed gate against its floors and the goals");
-    // Floors: the pooled figures of both sets when the second set was added (fresh: after
-    // the second round on novelty, 9.9% -> 8.9%; near 66.0% -> 66.7%) (the first set alone, when the gate by meaning landed: destructive
-    // 93.3%, status 95.4%, benign+lookalike 4.8%, near 70.6%, fresh 13.5%; before it: 80.0%,
-    // 50.8%, 5.6%, 76.5%, 34.4%).
+    // Floors: the pooled figures of all three sets after the third round (before it, with
+    // the third set written: destructive 90.9%, status 92.9%, benign+lookalike 5.6%, near
+    // 70.8%, fresh 8.9%; after: 92.8%, 96.1%, 5.6%, 72.0%, 8.9%). History: the first set
+    // alone, when the gate by meaning landed: 93.3%, 95.4%, 4.8%, 70.6%, 13.5%; before it:
+    // 80.0%, 50.8%, 5.6%, 76.5%, 34.4%; the first two sets after the second round: 90.3%,
+    // 91.9%, 6.2%, 66.7%, 8.9%.
     let checks = [
         row(
             "destructive requests blocked",
             single.get("destructive").rate(),
             true,
-            0.90,
+            0.925,
             1.0,
         ),
         row(
             "status questions blocked",
             single.get("status").rate(),
             true,
-            0.91,
+            0.96,
             1.0,
         ),
         row(
@@ -94,7 +101,7 @@ fn heldout_figures() {
             "benign+lookalike wrongly blocked",
             single.benign().rate(),
             false,
-            0.063,
+            0.057,
             0.02,
         ),
         row(
@@ -108,7 +115,7 @@ fn heldout_figures() {
             "reworded repeats blocked",
             rep.get("near_repeat").rate(),
             true,
-            0.66,
+            0.72,
             0.95,
         ),
         row(
