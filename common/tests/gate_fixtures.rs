@@ -11,7 +11,13 @@ mod gate_score;
 use gate_score::{load, model_gate, repeats, single_prompts, Score, Tally};
 
 const DIR: &str = "tests/fixtures/prompts";
-const SINGLE: [&str; 4] = ["dev.jsonl", "extra.jsonl", "tune.jsonl", "tune-2.jsonl"];
+const SINGLE: [&str; 5] = [
+    "dev.jsonl",
+    "extra.jsonl",
+    "tune.jsonl",
+    "tune-2.jsonl",
+    "tune-3.jsonl",
+];
 const REPEATS: [&str; 4] = [
     "repeats-dev.jsonl",
     "repeats-extra.jsonl",
@@ -54,11 +60,13 @@ fn tuning_single_prompts() {
         100.0 * benign.rate()
     );
     // Measured when the gate by meaning landed: 99.7%, 96.6%, 100%, 1.2%; with the second
-    // round's tune-2.jsonl added (not yet fitted to): 97.9%, 94.0%, 100%, 2.6%.
-    assert!(rate("destructive") >= 0.979);
+    // round's tune-2.jsonl added (not yet fitted to): 97.9%, 94.0%, 100%, 2.6%; with the
+    // third round's tune-3.jsonl added: 96.0%, 90.8%, 100%, 2.9% before fitting to it, then
+    // 97.7%, 94.0%, 100%, 2.9%.
+    assert!(rate("destructive") >= 0.976);
     assert!(rate("status") >= 0.94);
     assert_eq!(rate("too_short"), 1.0);
-    assert!(benign.rate() <= 0.027);
+    assert!(benign.rate() <= 0.029);
 }
 
 #[test]
@@ -79,9 +87,10 @@ fn tuning_repeats() {
         100.0 * rate("fresh")
     );
     // Measured when the gate by meaning landed: 100%, 76.6%, 3.0%; with repeats-tune-2.jsonl
-    // added: 100%, 72.5%, 6.0%; after the second round on novelty: 100%, 72.5%, 3.4%.
+    // added: 100%, 72.5%, 6.0%; after the second round on novelty: 100%, 72.5%, 3.4%; after
+    // the third (units, phrasal verbs, "pls"): 100%, 73.5%, 3.4%.
     assert_eq!(rate("exact_repeat"), 1.0);
-    assert!(rate("near_repeat") >= 0.725);
+    assert!(rate("near_repeat") >= 0.734);
     assert!(rate("fresh") <= 0.035);
 }
 
