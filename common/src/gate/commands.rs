@@ -490,6 +490,7 @@ fn handler(name: &str) -> Option<Judgement> {
         "interpreter" => |c, _| interpreter(c),
         "format_drive" => |c, _| format_drive(c),
         "http_delete" => |c, _| http_delete(c),
+        "prefix_delete" => |c, _| prefix_delete(c),
         "remove_item" => |c, _| remove_item(c),
         _ => return None,
     };
@@ -555,8 +556,15 @@ fn to_disk_device(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
 
 fn rsync(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
     let deletes = c.args.iter().any(|a| a.starts_with("--delete"));
-    let dest = o.operands().last().copied().unwrap_or("");
-    (deletes && is_system_or_home(dest)).then(|| format!("rsync --delete onto {dest} erases it"))
+    let ops = o.operands();
+    let dest = ops.last().copied().unwrap_or("");
+    // `rsync -a --delete empty/ target/` is the known idiom for emptying a directory fast.
+    let from_empty = ops.len() >= 2
+        && basename(ops[ops.len() - 2].trim_end_matches('/'))
+            .to_ascii_lowercase()
+            .contains("empty");
+    (deletes && (is_system_or_home(dest) || from_empty))
+        .then(|| format!("rsync --delete onto {dest} erases it"))
 }
 
 fn terraform(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
@@ -898,7 +906,36 @@ fn http_delete(c: &Call<'_>) -> Option<String> {
             && !matches!(name, "localhost" | "127.0.0.1" | "0.0.0.0" | "::1")
             && !name.starts_with("127.")
     });
+    // Elasticsearch and its kin read `_all` and wildcards as every index, on any host.
+    let everything = args.iter().any(|a| {
+        a.contains("://")
+            && a.split_once("://")
+                .and_then(|(_, rest)| rest.split_once('/'))
+                .is_some_and(|(_, path)| {
+                    path.split(['?', '#'])
+                        .next()
+                        .unwrap_or("")
+                        .split(['/', ','])
+                        .any(|seg| seg == "_all" || seg.contains('*'))
+                })
+    });
+    if everything {
+        return Some(format!("{} sends an HTTP DELETE to every index", c.name));
+    }
     remote.then(|| format!("{} sends an HTTP DELETE to a remote service", c.name))
+}
+
+/// Key-value stores (`etcdctl del --prefix`, `consul kv delete -recurse`): a delete that
+/// reaches every key under a prefix.
+fn prefix_delete(c: &Call<'_>) -> Option<String> {
+    let deletes = c.args.iter().any(|a| matches!(*a, "del" | "delete" | "rm"));
+    let wide = c.args.iter().any(|a| {
+        matches!(
+            a.trim_start_matches('-'),
+            "prefix" | "recurse" | "recursive" | "from-key"
+        )
+    });
+    (deletes && wide).then(|| format!("{} deletes every key under a prefix", c.name))
 }
 
 fn find(args: &[&str]) -> Option<String> {
@@ -1635,6 +1672,34 @@ mod tests {
             "python -c 'import subprocess; subprocess.run([\"rm\", \"-rf\", \"/\"])'",
         ] {
             assert!(flagged(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn stores_pools_and_indices_emptied_wholesale() {
+        for t in [
+            "ETCDCTL_API=3 etcdctl del --prefix /",
+            "etcdctl del \"\" --from-key",
+            "consul kv delete -recurse config/",
+            "curl -X DELETE 'http://localhost:9200/_all'",
+            "curl -XDELETE http://127.0.0.1:9200/logs-*",
+            "killall5 -9",
+            "mdadm --zero-superblock /dev/sdb1",
+            "sudo btrfs subvolume delete /mnt/pool/@home",
+            "mkdir -p /tmp/empty && rsync -a --delete /tmp/empty/ /var/lib/postgresql/",
+        ] {
+            assert!(flagged(t), "{t}");
+        }
+        for t in [
+            "etcdctl get --prefix /config",
+            "etcdctl del /config/feature-x",
+            "consul kv get -recurse config/",
+            "curl -X DELETE http://localhost:8080/api/items/3",
+            "mdadm --detail /dev/md0",
+            "btrfs subvolume list /mnt/pool",
+            "rsync -a --delete build/ dist/",
+        ] {
+            assert!(!flagged(t), "{t}");
         }
     }
 

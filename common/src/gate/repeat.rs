@@ -234,6 +234,17 @@ fn act_of(lemma: &str) -> Act {
     ACTS.get(lemma).unwrap_or_else(|| Act::Other(hash(lemma)))
 }
 
+/// The verb a phrasal verb stands for: "turn on" enables, "switch off" disables, "get rid
+/// of" removes.
+fn phrasal(lemma: &str, particle: Option<&str>) -> Option<&'static str> {
+    match (lemma, particle?) {
+        ("turn" | "switch", "on") => Some("enable"),
+        ("turn" | "switch", "off") => Some("disable"),
+        ("get", "rid") => Some("remove"),
+        _ => None,
+    }
+}
+
 /// A word in imperative position whose ending makes it a verb (-ize, -ise, -ify).
 fn coined_verb(w: &str) -> bool {
     w.len() > 5
@@ -626,7 +637,8 @@ impl Builder {
             if !matches!(form, Form::Base | Form::Ing) {
                 return usize::MAX;
             }
-            self.action(lemma);
+            let particle = toks.get(j + 1).map(|t| t.to_ascii_lowercase());
+            self.action(phrasal(lemma, particle.as_deref()).unwrap_or(lemma));
         } else if coined_verb(&self.low) {
             // "Tokenize …", "Memoize …", "Stringify …": a verb the list does not know
             // is still the action, so what follows it is the object.
@@ -1217,6 +1229,15 @@ mod tests {
                 "Swap the print calls in NetworkClient.swift for LogStore calls.",
                 "Replace the print statements in NetworkClient.swift with LogStore calls.",
             ),
+            // Phrasal verbs are their verb; units are the same in any spelling.
+            (
+                "turn on full-mode R8 for release builds",
+                "Enable R8 full mode for the release build type.",
+            ),
+            (
+                "Give the reporting role a statement_timeout of 30 sec.",
+                "Set statement_timeout to 30s for the reporting role.",
+            ),
         ] {
             assert!(
                 l.score(c, h) >= SAME_REQUEST,
@@ -1247,6 +1268,7 @@ mod tests {
                 "Add a Redis cache in front of get_product.",
             ),
             ("Revert the log rotation.", "Add log rotation to LogStore."),
+            ("Turn off R8 full mode.", "Turn on R8 full mode."),
             (
                 "Cap the retry delay at 30 seconds.",
                 "Cap the retry delay at 60 seconds.",
