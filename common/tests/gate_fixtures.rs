@@ -88,9 +88,9 @@ fn tuning_repeats() {
     );
     // Measured when the gate by meaning landed: 100%, 76.6%, 3.0%; with repeats-tune-2.jsonl
     // added: 100%, 72.5%, 6.0%; after the second round on novelty: 100%, 72.5%, 3.4%; after
-    // the third (units, phrasal verbs, "pls"): 100%, 73.5%, 3.4%.
+    // the third (units, phrasal verbs, "pls"): 100%, 74.4%, 3.4%.
     assert_eq!(rate("exact_repeat"), 1.0);
-    assert!(rate("near_repeat") >= 0.734);
+    assert!(rate("near_repeat") >= 0.743);
     assert!(rate("fresh") <= 0.035);
 }
 

@@ -491,6 +491,7 @@ fn handler(name: &str) -> Option<Judgement> {
         "format_drive" => |c, _| format_drive(c),
         "http_delete" => |c, _| http_delete(c),
         "prefix_delete" => |c, _| prefix_delete(c),
+        "btrfs" => |c, _| btrfs(&c.args),
         "remove_item" => |c, _| remove_item(c),
         _ => return None,
     };
@@ -558,11 +559,13 @@ fn rsync(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
     let deletes = c.args.iter().any(|a| a.starts_with("--delete"));
     let ops = o.operands();
     let dest = ops.last().copied().unwrap_or("");
-    // `rsync -a --delete empty/ target/` is the known idiom for emptying a directory fast.
+    // `rsync -a --delete empty/ target/` is the known idiom for emptying a directory fast;
+    // the source is judged by its name, as the gate cannot see what it holds.
     let from_empty = ops.len() >= 2
         && basename(ops[ops.len() - 2].trim_end_matches('/'))
             .to_ascii_lowercase()
-            .contains("empty");
+            .starts_with("empty")
+        && !is_trivial(dest);
     (deletes && (is_system_or_home(dest) || from_empty))
         .then(|| format!("rsync --delete onto {dest} erases it"))
 }
@@ -870,7 +873,8 @@ fn kill(c: &Call<'_>) -> Option<String> {
 }
 
 /// An HTTP DELETE (`curl -X DELETE`, `--request=DELETE`, `http DELETE`, `wget
-/// --method=DELETE`) sent anywhere but this machine: it deletes a remote service's data.
+/// --method=DELETE`) sent anywhere but this machine (it deletes a remote service's data), or
+/// to every index on any machine (`/_all`, `/logs-*`).
 fn http_delete(c: &Call<'_>) -> Option<String> {
     let args = &c.args;
     let is_delete = |a: &str| a.eq_ignore_ascii_case("delete");
@@ -906,23 +910,38 @@ fn http_delete(c: &Call<'_>) -> Option<String> {
             && !matches!(name, "localhost" | "127.0.0.1" | "0.0.0.0" | "::1")
             && !name.starts_with("127.")
     });
-    // Elasticsearch and its kin read `_all` and wildcards as every index, on any host.
+    // Elasticsearch and its kin read `_all` and wildcards in the first path segment as every
+    // (matching) index, on any host; `_search/scroll/_all` or `idx/_alias/*` are not indices.
     let everything = args.iter().any(|a| {
-        a.contains("://")
-            && a.split_once("://")
-                .and_then(|(_, rest)| rest.split_once('/'))
-                .is_some_and(|(_, path)| {
-                    path.split(['?', '#'])
-                        .next()
-                        .unwrap_or("")
-                        .split(['/', ','])
-                        .any(|seg| seg == "_all" || seg.contains('*'))
-                })
+        let rest = a.split_once("://").map(|(_, r)| r).unwrap_or(a);
+        let Some((host, path)) = rest.split_once('/') else {
+            return false;
+        };
+        let addressed = a.contains("://") || host.contains(':');
+        let first = path.split(['?', '#', '/']).next().unwrap_or("");
+        addressed
+            && !host.is_empty()
+            && first
+                .split(',')
+                .any(|seg| seg == "_all" || (seg.contains('*') && !seg.starts_with('_')))
     });
     if everything {
-        return Some(format!("{} sends an HTTP DELETE to every index", c.name));
+        return Some(format!(
+            "{} sends an HTTP DELETE to every matching index",
+            c.name
+        ));
     }
     remote.then(|| format!("{} sends an HTTP DELETE to a remote service", c.name))
+}
+
+/// `btrfs subvolume delete` (any prefix of both words: `btrfs sub del`) destroys
+/// subvolumes and their data; `btrfs device delete` moves data off a device and is not
+/// judged.
+fn btrfs(args: &[&str]) -> Option<String> {
+    let abbrev = |a: &str, word: &str| !a.is_empty() && word.starts_with(a);
+    args.windows(2)
+        .any(|w| abbrev(w[0], "subvolume") && abbrev(w[1], "delete"))
+        .then(|| "btrfs subvolume delete destroys subvolumes and their data".to_string())
 }
 
 /// Key-value stores (`etcdctl del --prefix`, `consul kv delete -recurse`): a delete that
@@ -930,10 +949,13 @@ fn http_delete(c: &Call<'_>) -> Option<String> {
 fn prefix_delete(c: &Call<'_>) -> Option<String> {
     let deletes = c.args.iter().any(|a| matches!(*a, "del" | "delete" | "rm"));
     let wide = c.args.iter().any(|a| {
-        matches!(
-            a.trim_start_matches('-'),
-            "prefix" | "recurse" | "recursive" | "from-key"
-        )
+        let (flag, value) = a.split_once('=').unwrap_or((a, "true"));
+        a.starts_with('-')
+            && matches!(
+                flag.trim_start_matches('-'),
+                "prefix" | "recurse" | "recursive" | "from-key"
+            )
+            && !value.eq_ignore_ascii_case("false")
     });
     (deletes && wide).then(|| format!("{} deletes every key under a prefix", c.name))
 }
@@ -1683,6 +1705,8 @@ mod tests {
             "consul kv delete -recurse config/",
             "curl -X DELETE 'http://localhost:9200/_all'",
             "curl -XDELETE http://127.0.0.1:9200/logs-*",
+            "curl -XDELETE localhost:9200/_all",
+            "etcdctl del --prefix=true /",
             "killall5 -9",
             "mdadm --zero-superblock /dev/sdb1",
             "sudo btrfs subvolume delete /mnt/pool/@home",
@@ -1695,6 +1719,11 @@ mod tests {
             "etcdctl del /config/feature-x",
             "consul kv get -recurse config/",
             "curl -X DELETE http://localhost:8080/api/items/3",
+            "curl -X DELETE http://localhost:9200/_search/scroll/_all",
+            "curl -X DELETE 'http://localhost:9200/myindex/_alias/*'",
+            "rsync -a --delete empty/ node_modules/",
+            "rsync -a --delete fixtures/nonempty/ out/",
+            "btrfs device delete /dev/sdb /mnt",
             "mdadm --detail /dev/md0",
             "btrfs subvolume list /mnt/pool",
             "rsync -a --delete build/ dist/",

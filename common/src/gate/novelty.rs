@@ -138,6 +138,7 @@ fn content_words(s: &str, sense: &dyn WordSense) -> Vec<Word> {
             };
             let word = word.trim_matches('\'');
             let (number, unit) = split_unit(word);
+            let unit = unit.map(repeat::attached_unit);
             for word in std::iter::once(number)
                 .chain(unit)
                 .filter(|w| !w.is_empty())

@@ -245,6 +245,16 @@ fn phrasal(lemma: &str, particle: Option<&str>) -> Option<&'static str> {
     }
 }
 
+/// A one-letter unit written into its number ("30s", "2h") as the word it abbreviates, so
+/// that it compares like "30 sec" or "2 hours"; alone, "s" and "h" are not units.
+pub(super) fn attached_unit(unit: &str) -> &str {
+    match unit {
+        "s" | "S" => "second",
+        "h" | "H" => "hour",
+        _ => unit,
+    }
+}
+
 /// A word in imperative position whose ending makes it a verb (-ize, -ise, -ify).
 fn coined_verb(w: &str) -> bool {
     w.len() > 5
@@ -324,10 +334,10 @@ fn stem(w: &str, out: &mut String) {
     while out.starts_with('\'') {
         out.remove(0);
     }
+    // A synonym is stemmed like the word it stands for ("mins" and "minutes" alike).
     if let Some(s) = synonym(out) {
         out.clear();
         out.push_str(s);
-        return;
     }
     if out.len() <= 3 || !out.is_ascii() {
         return;
@@ -602,10 +612,10 @@ impl Builder {
         let skip = self.leading_verb(toks);
         let mut idx = 0usize;
         for (k, raw0) in toks.iter().enumerate() {
-            if k == skip {
+            if skip.contains(&k) {
                 continue;
             }
-            if k > 0 && k != skip.wrapping_add(1) {
+            if k > 0 && k != skip.end {
                 self.mid_clause(toks, k);
             }
             self.token(raw0, idx);
@@ -614,9 +624,11 @@ impl Builder {
         self.flush();
     }
 
-    /// Index of the segment's action verb after its lead-in words (`usize::MAX` if none),
-    /// recorded as the prompt's action if it has none yet.
-    fn leading_verb(&mut self, toks: &[&str]) -> usize {
+    /// Indices of the segment's action verb after its lead-in words, with the particles of
+    /// a phrasal verb ("turn on", "get rid of"); empty if there is none. The verb is recorded
+    /// as the prompt's action if it has none yet.
+    fn leading_verb(&mut self, toks: &[&str]) -> std::ops::Range<usize> {
+        const NONE: std::ops::Range<usize> = usize::MAX..usize::MAX;
         let mut j = 0;
         while j < toks.len() {
             let low = self.lowered(toks[j]);
@@ -628,26 +640,32 @@ impl Builder {
             j += 1;
         }
         let Some(first) = toks.get(j) else {
-            return usize::MAX;
+            return NONE;
         };
         let low = self.lowered(first);
         let verb = words::verb(&low);
         self.low = low;
         if let Some((lemma, form)) = verb {
             if !matches!(form, Form::Base | Form::Ing) {
-                return usize::MAX;
+                return NONE;
             }
-            let particle = toks.get(j + 1).map(|t| t.to_ascii_lowercase());
-            self.action(phrasal(lemma, particle.as_deref()).unwrap_or(lemma));
+            let word = |k: usize| toks.get(k).map(|t| t.to_ascii_lowercase());
+            if let Some(verb) = phrasal(lemma, word(j + 1).as_deref()) {
+                self.action(verb);
+                // "get rid of": "of" belongs to the verb too.
+                let of = verb == "remove" && word(j + 2).as_deref() == Some("of");
+                return j..j + 2 + usize::from(of);
+            }
+            self.action(lemma);
         } else if coined_verb(&self.low) {
             // "Tokenize …", "Memoize …", "Stringify …": a verb the list does not know
             // is still the action, so what follows it is the object.
             let lemma = self.low.clone();
             self.action(&lemma);
         } else {
-            return usize::MAX;
+            return NONE;
         }
-        j
+        j..j + 1
     }
 
     /// Records `lemma` as an action verb, and as the prompt's action if it has none yet.
@@ -724,7 +742,7 @@ impl Builder {
             let t = self.add(&num, Kind::Num);
             self.emit(t);
             if !unit.is_empty() {
-                self.add_word(unit);
+                self.add_word(attached_unit(unit));
             }
         } else if is_identifier(raw) {
             // Acronyms have spellings too: "DB" is "database", "CI" a workflow.
@@ -1238,6 +1256,8 @@ mod tests {
                 "Give the reporting role a statement_timeout of 30 sec.",
                 "Set statement_timeout to 30s for the reporting role.",
             ),
+            ("Cap the job at 5 mins.", "Cap the job at 5 minutes."),
+            ("Get rid of the debug logs.", "Remove the debug logs."),
         ] {
             assert!(
                 l.score(c, h) >= SAME_REQUEST,
