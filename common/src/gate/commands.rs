@@ -891,20 +891,14 @@ fn http_delete(c: &Call<'_>) -> Option<String> {
         return None;
     }
     let remote = args.iter().any(|a| {
-        let host = a
-            .split_once("://")
-            .map(|(_, rest)| rest)
-            .unwrap_or(a)
-            .split(['/', '?'])
-            .next()
-            .unwrap_or("");
-        let host = host.rsplit_once('@').map(|(_, h)| h).unwrap_or(host);
+        let at = Address::of(a);
+        let host = at.host.rsplit_once('@').map(|(_, h)| h).unwrap_or(at.host);
         // `[::1]:8080` names its host in brackets; `name:port` otherwise.
         let name = match host.strip_prefix('[') {
             Some(v6) => v6.split(']').next().unwrap_or(""),
             None => host.split(':').next().unwrap_or(""),
         };
-        let url_like = a.contains("://") || a.contains('/') || host.contains(':');
+        let url_like = at.scheme || a.contains('/') || host.contains(':');
         url_like
             && !name.is_empty()
             && !matches!(name, "localhost" | "127.0.0.1" | "0.0.0.0" | "::1")
@@ -913,14 +907,13 @@ fn http_delete(c: &Call<'_>) -> Option<String> {
     // Elasticsearch and its kin read `_all` and wildcards in the first path segment as every
     // (matching) index, on any host; `_search/scroll/_all` or `idx/_alias/*` are not indices.
     let everything = args.iter().any(|a| {
-        let rest = a.split_once("://").map(|(_, r)| r).unwrap_or(a);
-        let Some((host, path)) = rest.split_once('/') else {
+        let at = Address::of(a);
+        let Some(path) = at.path else {
             return false;
         };
-        let addressed = a.contains("://") || host.contains(':');
         let first = path.split(['?', '#', '/']).next().unwrap_or("");
-        addressed
-            && !host.is_empty()
+        (at.scheme || at.host.contains(':'))
+            && !at.host.is_empty()
             && first
                 .split(',')
                 .any(|seg| seg == "_all" || (seg.contains('*') && !seg.starts_with('_')))
@@ -932,6 +925,30 @@ fn http_delete(c: &Call<'_>) -> Option<String> {
         ));
     }
     remote.then(|| format!("{} sends an HTTP DELETE to a remote service", c.name))
+}
+
+/// An argument read as a URL, with or without its scheme: `host` runs to the first `/` or
+/// `?`, `path` is what follows a `/` there.
+struct Address<'a> {
+    scheme: bool,
+    host: &'a str,
+    path: Option<&'a str>,
+}
+
+impl<'a> Address<'a> {
+    fn of(a: &'a str) -> Address<'a> {
+        let (scheme, rest) = match a.split_once("://") {
+            Some((_, rest)) => (true, rest),
+            None => (false, a),
+        };
+        let end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let path = rest[end..].strip_prefix('/');
+        Address {
+            scheme,
+            host: &rest[..end],
+            path,
+        }
+    }
 }
 
 /// `btrfs subvolume delete` (any prefix of both words: `btrfs sub del`) destroys

@@ -237,10 +237,11 @@ fn act_of(lemma: &str) -> Act {
 /// The verb a phrasal verb stands for: "turn on" enables, "switch off" disables, "get rid
 /// of" removes.
 fn phrasal(lemma: &str, particle: Option<&str>) -> Option<&'static str> {
-    match (lemma, particle?) {
-        ("turn" | "switch", "on") => Some("enable"),
-        ("turn" | "switch", "off") => Some("disable"),
-        ("get", "rid") => Some("remove"),
+    let is = |w: &str| particle.is_some_and(|p| p.eq_ignore_ascii_case(w));
+    match lemma {
+        "turn" | "switch" if is("on") => Some("enable"),
+        "turn" | "switch" if is("off") => Some("disable"),
+        "get" if is("rid") => Some("remove"),
         _ => None,
     }
 }
@@ -649,11 +650,13 @@ impl Builder {
             if !matches!(form, Form::Base | Form::Ing) {
                 return NONE;
             }
-            let word = |k: usize| toks.get(k).map(|t| t.to_ascii_lowercase());
-            if let Some(verb) = phrasal(lemma, word(j + 1).as_deref()) {
+            if let Some(verb) = phrasal(lemma, toks.get(j + 1).copied()) {
                 self.action(verb);
                 // "get rid of": "of" belongs to the verb too.
-                let of = verb == "remove" && word(j + 2).as_deref() == Some("of");
+                let of = verb == "remove"
+                    && toks
+                        .get(j + 2)
+                        .is_some_and(|t| t.eq_ignore_ascii_case("of"));
                 return j..j + 2 + usize::from(of);
             }
             self.action(lemma);
