@@ -350,7 +350,7 @@ async fn drive(addr: &str, turns: u32, json: bool, dir: &Path) -> anyhow::Result
         let next = tokio::time::timeout_at(deadline, stream.next()).await;
         let Ok(Some(item)) = next else { break };
         let u = item.map_err(super::client::explain)?;
-        super::output::update(&u, json);
+        super::output::update(&u, json)?;
         if u.ended {
             break;
         }

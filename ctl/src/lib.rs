@@ -304,6 +304,14 @@ impl Policy {
 
 /// Runs karl-ctl; the binary only parses and prints the error.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match command(cli).await {
+        // The reader stopped reading (`karl-ctl sessions | head`): not a failure, so exit 0.
+        Err(e) if e.is::<output::StdoutClosed>() => Ok(ExitCode::SUCCESS),
+        done => done,
+    }
+}
+
+async fn command(cli: Cli) -> anyhow::Result<ExitCode> {
     // Offline commands first: they must work with no coordinator anywhere.
     if let Command::Validate {
         prompt,
@@ -314,9 +322,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         model_url,
     } = &cli.command
     {
-        // Unreadable input files are bad usage (exit 2), like a missing argument.
-        return Ok(validate(
-            cli.json,
+        let checked = validate(
             prompt,
             history.as_deref(),
             project.as_deref(),
@@ -327,11 +333,21 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .unwrap_or_default(),
             model_url.as_deref(),
         )
-        .await
-        .unwrap_or_else(|e| {
-            eprintln!("karl-ctl: {e:#}");
-            ExitCode::from(2)
-        }));
+        .await;
+        let (verdict, opinion) = match checked {
+            Ok(checked) => checked,
+            // Unreadable input files are bad usage (exit 2), like a missing argument.
+            Err(e) => {
+                eprintln!("karl-ctl: {e:#}");
+                return Ok(ExitCode::from(2));
+            }
+        };
+        output::verdict(&verdict, opinion.as_ref(), cli.json)?;
+        return Ok(if verdict.pass {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
     }
     match &cli.command {
         Command::Classify {
@@ -391,7 +407,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await
                 .map_err(explain)?
                 .into_inner();
-            output::agents(&reply.agents, json);
+            output::agents(&reply.agents, json)?;
         }
         Command::Panes { machine } => {
             let reply = c
@@ -399,7 +415,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await
                 .map_err(explain)?
                 .into_inner();
-            output::panes(&reply.panes, json);
+            output::panes(&reply.panes, json)?;
         }
         Command::Capture {
             machine,
@@ -418,7 +434,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await
                 .map_err(explain)?
                 .into_inner();
-            output::snapshot(&snap, json, ansi);
+            output::snapshot(&snap, json, ansi)?;
         }
         Command::WatchPane {
             machine,
@@ -437,7 +453,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .into_inner();
             while let Some(item) = stream.next().await {
                 let snap = item.map_err(explain)?;
-                output::snapshot(&snap, json, false);
+                output::snapshot(&snap, json, false)?;
             }
         }
         Command::Send {
@@ -457,8 +473,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await
                 .map_err(explain)?
                 .into_inner();
-            let ok = output::send_result(&reply, json);
-            if !ok {
+            if !output::send_result(&reply, json)? {
                 return Ok(ExitCode::FAILURE);
             }
         }
@@ -515,7 +530,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .map_err(explain)?
                 .into_inner();
             let s = reply.session.unwrap_or_default();
-            output::session_started(&s, json);
+            output::session_started(&s, json)?;
             if follow {
                 return follow_session(&mut c, &s.id, false, json).await;
             }
@@ -526,7 +541,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await
                 .map_err(explain)?
                 .into_inner();
-            output::sessions(&r.sessions, json);
+            output::sessions(&r.sessions, json)?;
         }
         Command::Show { id } => {
             let d = c
@@ -534,7 +549,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await
                 .map_err(explain)?
                 .into_inner();
-            output::show(&d, json);
+            output::show(&d, json)?;
         }
         Command::Logs { id, follow } => {
             if follow {
@@ -546,7 +561,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .map_err(explain)?
                 .into_inner();
             for t in &d.turns {
-                output::turn(t, json);
+                output::turn(t, json)?;
             }
         }
         Command::Pause { id } => set_state(&mut c, id, pb::SessionAction::Pause, json).await?,
@@ -565,14 +580,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await
                 .map_err(explain)?
                 .into_inner();
-            output::notify_results(&r.results, json);
+            output::notify_results(&r.results, json)?;
             if r.results.iter().any(|r| !r.ok) {
                 return Ok(ExitCode::FAILURE);
             }
         }
         Command::Export(args) => {
             let (summary, files) = export::run(&mut c, args).await?;
-            output::export_summary(&summary, &files, json);
+            output::export_summary(&summary, &files, json)?;
         }
         Command::Audit { session, limit } => {
             let r = c
@@ -583,7 +598,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await
                 .map_err(explain)?
                 .into_inner();
-            output::audit(&r.entries, json);
+            output::audit(&r.entries, json)?;
         }
         Command::Context { id, .. } => {
             let Some(id) = id else {
@@ -594,7 +609,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await
                 .map_err(explain)?
                 .into_inner();
-            output::context(&r, json);
+            output::context(&r, json)?;
         }
         // Handled above, before dialing.
         Command::Validate { .. } | Command::Classify { .. } | Command::Demo { .. } => {}
@@ -616,7 +631,7 @@ async fn set_state(
         .await
         .map_err(explain)?
         .into_inner();
-    output::session_line(&s, json);
+    output::session_line(&s, json)?;
     Ok(())
 }
 
@@ -631,7 +646,7 @@ async fn decide(
         .await
         .map_err(explain)?
         .into_inner();
-    output::session_line(&s, json);
+    output::session_line(&s, json)?;
     Ok(())
 }
 
@@ -653,7 +668,7 @@ async fn follow_session(
     let mut last: Option<pb::SessionSummary> = None;
     while let Some(item) = stream.next().await {
         let u = item.map_err(explain)?;
-        output::update(&u, json);
+        output::update(&u, json)?;
         if u.session.is_some() {
             last = u.session.clone();
         }
@@ -714,15 +729,18 @@ fn read_json<T: for<'de> Deserialize<'de>>(
         .with_context(|| format!("{what} file {} is not the expected JSON", path.display()))
 }
 
+/// The gate's verdict on `prompt`, and the second opinion when one was asked for.
 async fn validate(
-    json: bool,
     prompt: &str,
     history: Option<&std::path::Path>,
     project: Option<&str>,
     others: Option<&std::path::Path>,
     gate_model: &karl_common::gate::ModelSetting,
     model_url: Option<&str>,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<(
+    karl_common::gate::Verdict,
+    Option<karl_common::gate::opinion::Opinion>,
+)> {
     let history: Vec<String> = match history {
         Some(p) => read_json(p, "--history (a JSON array of strings)")?,
         None => Vec::new(),
@@ -759,12 +777,7 @@ async fn validate(
         verdict = o.apply(&verdict);
         opinion = Some(o);
     }
-    output::verdict(&verdict, opinion.as_ref(), json);
-    Ok(if verdict.pass {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok((verdict, opinion))
 }
 
 #[cfg(test)]

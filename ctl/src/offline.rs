@@ -14,6 +14,8 @@ use karl_common::context::{
     TokenEstimator,
 };
 
+use crate::output::outln;
+
 fn read(path: &Path, what: &str) -> anyhow::Result<String> {
     let bytes =
         std::fs::read(path).with_context(|| format!("cannot read {what} {}", path.display()))?;
@@ -51,35 +53,35 @@ pub fn classify(
         if let (Some(t), Some(o)) = (&traces, v.as_object_mut()) {
             o.insert("explain".into(), serde_json::to_value(t)?);
         }
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{} ({}{}) confidence {:.2}",
         d.state,
         d.agent.as_str(),
         if d.error { ", error" } else { "" },
         d.confidence
-    );
+    )?;
     if let Some(p) = &d.permission {
-        println!("  asks: {} {}", p.tool, p.action);
+        outln!("  asks: {} {}", p.tool, p.action)?;
         for (i, o) in p.options.iter().enumerate() {
-            println!("    {}. {o}", i + 1);
+            outln!("    {}. {o}", i + 1)?;
         }
     }
     if let Some(r) = &d.limit_reset {
-        println!("  resets: {r}");
+        outln!("  resets: {r}")?;
     }
     if let Some(dr) = &d.draft {
-        println!("  draft: {dr:?}");
+        outln!("  draft: {dr:?}")?;
     }
     for e in &d.evidence {
-        println!("  {} ← {:?}", e.rule, e.line.trim());
+        outln!("  {} ← {:?}", e.rule, e.line.trim())?;
     }
     if let Some(traces) = traces {
-        println!("rules evaluated:");
+        outln!("rules evaluated:")?;
         for t in traces {
-            println!(
+            outln!(
                 "  {} {:<40} {}{}",
                 if t.decided {
                     "*"
@@ -97,7 +99,7 @@ pub fn classify(
                     .as_deref()
                     .map(|s| format!(" (skipped: {s})"))
                     .unwrap_or_default()
-            );
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -143,7 +145,7 @@ pub fn context(
         config: &config,
         estimator: &estimator,
     });
-    super::output::context(&ctx.to_wire(), json);
+    super::output::context(&ctx.to_wire(), json)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -165,10 +167,10 @@ pub fn plan_request(
         Some(&screen),
     );
     if json {
-        println!("{}", serde_json::json!({ "messages": messages }));
+        outln!("{}", serde_json::json!({ "messages": messages }))?;
     } else {
         for m in &messages {
-            println!("── {:?} ──\n{}\n", m.role, m.content);
+            outln!("── {:?} ──\n{}\n", m.role, m.content)?;
         }
     }
     Ok(ExitCode::SUCCESS)

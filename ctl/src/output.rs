@@ -1,4 +1,7 @@
-//! karl-ctl's output: aligned text tables for people, JSON for scripts.
+//! karl-ctl's output: aligned text tables for people, JSON for scripts, all written
+//! through [`outln!`] so that a closed stdout ends the output instead of panicking.
+
+use std::io::{ErrorKind, Write as _};
 
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use karl_common::gate::opinion::Opinion;
@@ -7,18 +10,52 @@ use karl_common::pb;
 use karl_common::pb::Label as _;
 use serde_json::json;
 
-fn print_json(v: &serde_json::Value) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+/// stdout's reader went away (`karl-ctl sessions | head`): the output ends there, and
+/// [`crate::run`] turns this into a quiet exit 0.
+#[derive(Debug, thiserror::Error)]
+#[error("stdout was closed")]
+pub struct StdoutClosed;
+
+/// Writes one line to the locked stdout, like `println!`, but returns the failure instead of
+/// panicking: [`StdoutClosed`] on a broken pipe, otherwise the write error.
+pub fn write_line(line: std::fmt::Arguments) -> anyhow::Result<()> {
+    writeln!(std::io::stdout().lock(), "{line}").map_err(|e| match e.kind() {
+        ErrorKind::BrokenPipe => StdoutClosed.into(),
+        _ => anyhow::Error::new(e).context("cannot write to stdout"),
+    })
+}
+
+/// `println!` for karl-ctl's stdout; see [`write_line`]. Use it with `?`.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::output::write_line(format_args!($($arg)*))
+    };
+}
+pub(crate) use outln;
+
+fn print_json(v: &serde_json::Value) -> anyhow::Result<()> {
+    outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default())
+}
+
+/// One object per line, so that a stream of them (`watch-pane --json`, `logs -f --json`)
+/// is line-delimited.
+fn print_json_line(v: &serde_json::Value) -> anyhow::Result<()> {
+    outln!("{}", serde_json::to_string(v).unwrap_or_default())
 }
 
 /// Prints `rows` under `header` (none when empty) as borderless columns sized to their
 /// content, two spaces apart, never wrapped; the columns in `right` are right-aligned.
 /// Nothing at all when there is neither header nor row.
-fn print_table(header: &[&str], right: &[usize], rows: impl IntoIterator<Item = Vec<String>>) {
+fn print_table(
+    header: &[&str],
+    right: &[usize],
+    rows: impl IntoIterator<Item = Vec<String>>,
+) -> anyhow::Result<()> {
     let text = render_table(header, right, rows);
-    if !text.is_empty() {
-        println!("{text}");
+    if text.is_empty() {
+        return Ok(());
     }
+    outln!("{text}")
 }
 
 fn render_table(
@@ -57,13 +94,12 @@ pub fn ago(unix_ms: u64) -> String {
     }
 }
 
-pub fn agents(agents: &[pb::AgentStatus], json: bool) {
+pub fn agents(agents: &[pb::AgentStatus], json: bool) -> anyhow::Result<()> {
     if json {
         return print_json(&to_json(agents));
     }
     if agents.is_empty() {
-        println!("no agents connected");
-        return;
+        return outln!("no agents connected");
     }
     print_table(
         &[
@@ -85,7 +121,7 @@ pub fn agents(agents: &[pb::AgentStatus], json: bool) {
                 a.hostname.clone(),
             ]
         }),
-    );
+    )
 }
 
 fn pane_json(p: &pb::PaneInfo) -> serde_json::Value {
@@ -97,14 +133,13 @@ fn pane_json(p: &pb::PaneInfo) -> serde_json::Value {
     })
 }
 
-pub fn panes(panes: &[pb::PaneInfo], json: bool) {
+pub fn panes(panes: &[pb::PaneInfo], json: bool) -> anyhow::Result<()> {
     if json {
         let v: Vec<_> = panes.iter().map(pane_json).collect();
         return print_json(&json!(v));
     }
     if panes.is_empty() {
-        println!("no panes (is a tmux server running for that agent's user and socket?)");
-        return;
+        return outln!("no panes (is a tmux server running for that agent's user and socket?)");
     }
     print_table(
         &["TARGET", "ID", "COMMAND", "SIZE", "TITLE", "CWD"],
@@ -119,10 +154,10 @@ pub fn panes(panes: &[pb::PaneInfo], json: bool) {
                 p.current_path.clone(),
             ]
         }),
-    );
+    )
 }
 
-pub fn snapshot(s: &pb::PaneSnapshot, json: bool, ansi: bool) {
+pub fn snapshot(s: &pb::PaneSnapshot, json: bool, ansi: bool) -> anyhow::Result<()> {
     if json {
         let reason = pb::SnapshotReason::try_from(s.reason)
             .map(|r| {
@@ -137,19 +172,17 @@ pub fn snapshot(s: &pb::PaneSnapshot, json: bool, ansi: bool) {
             "stable_hash": s.stable_hash, "new_lines": s.new_lines, "novelty": s.novelty,
             "reason": reason, "captured_unix_ms": s.captured_unix_ms, "seq": s.seq,
         });
-        // One object per line, so `watch-pane --json` is line-delimited.
-        println!("{}", serde_json::to_string(&v).unwrap_or_default());
-        return;
+        return print_json_line(&v);
     }
     if ansi && !s.ansi.is_empty() {
-        println!("{}", s.ansi);
+        outln!("{}", s.ansi)
     } else {
-        println!("{}", s.text);
+        outln!("{}", s.text)
     }
 }
 
 /// Prints the send outcome; returns whether the text was submitted.
-pub fn send_result(r: &pb::SendTextReply, json: bool) -> bool {
+pub fn send_result(r: &pb::SendTextReply, json: bool) -> anyhow::Result<bool> {
     let res = r.result.clone().unwrap_or_default();
     let outcome = res.outcome();
     let ok = matches!(
@@ -164,20 +197,22 @@ pub fn send_result(r: &pb::SendTextReply, json: bool) -> bool {
         print_json(&json!({
             "outcome": name, "reason": res.reason, "enter_retries": res.enter_retries,
             "pane_id": res.pane_id, "elapsed_ms": res.elapsed_ms, "gate_reasons": r.gate_reasons,
-        }));
+        }))?;
     } else if ok {
-        println!(
+        outln!(
             "{name} to {} in {} ms ({} Enter retries)",
-            res.pane_id, res.elapsed_ms, res.enter_retries
-        );
+            res.pane_id,
+            res.elapsed_ms,
+            res.enter_retries
+        )?;
     } else {
         eprintln!("not sent ({name}): {}", res.reason);
     }
-    ok
+    Ok(ok)
 }
 
 /// The gate's verdict, and the second opinion when one was asked for.
-pub fn verdict(v: &Verdict, opinion: Option<&Opinion>, json: bool) {
+pub fn verdict(v: &Verdict, opinion: Option<&Opinion>, json: bool) -> anyhow::Result<()> {
     let said = opinion.map(|o| match o {
         Opinion::Safe => "not destructive".to_string(),
         Opinion::Destructive(why) => why.clone(),
@@ -187,24 +222,24 @@ pub fn verdict(v: &Verdict, opinion: Option<&Opinion>, json: bool) {
         if let (Some(said), Some(map)) = (said, value.as_object_mut()) {
             map.insert("second_opinion".into(), said.into());
         }
-        print_json(&value);
-        return;
+        return print_json(&value);
     }
     if v.pass {
-        println!("pass");
+        outln!("pass")?;
         if let Some(doubt) = &v.doubt {
-            println!("  in doubt: {doubt}");
+            outln!("  in doubt: {doubt}")?;
             match said {
-                Some(s) => println!("  second opinion: {s}"),
-                None => println!("  (no second opinion: pass --model-url to ask a model)"),
+                Some(s) => outln!("  second opinion: {s}")?,
+                None => outln!("  (no second opinion: pass --model-url to ask a model)")?,
             }
         }
     } else {
-        println!("block ({:?})", v.action);
+        outln!("block ({:?})", v.action)?;
         for r in &v.reasons {
-            println!("  {:?}: {}", r.rule, r.detail);
+            outln!("  {:?}: {}", r.rule, r.detail)?;
         }
     }
+    Ok(())
 }
 
 /// A session's status as operators read it (`running`, `escalated`, …).
@@ -227,11 +262,11 @@ fn to_json<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Value {
     serde_json::to_value(v).unwrap_or_default()
 }
 
-pub fn session_started(s: &pb::SessionSummary, json: bool) {
+pub fn session_started(s: &pb::SessionSummary, json: bool) -> anyhow::Result<()> {
     if json {
-        return println!("{}", serde_json::to_string(&to_json(s)).unwrap_or_default());
+        return print_json_line(&to_json(s));
     }
-    println!("{}", s.id);
+    outln!("{}", s.id)?;
     let mut notes = Vec::new();
     if s.dry_run {
         notes.push("dry run: nothing will be typed".to_string());
@@ -245,23 +280,23 @@ pub fn session_started(s: &pb::SessionSummary, json: bool) {
     if !notes.is_empty() {
         eprintln!("  {}", notes.join("; "));
     }
+    Ok(())
 }
 
 /// One line for a session (pause/resume/stop/approve/deny replies).
-pub fn session_line(s: &pb::SessionSummary, json: bool) {
+pub fn session_line(s: &pb::SessionSummary, json: bool) -> anyhow::Result<()> {
     if json {
-        return println!("{}", serde_json::to_string(&to_json(s)).unwrap_or_default());
+        return print_json_line(&to_json(s));
     }
-    println!("{} {} — {}", s.id, status(s), s.reason);
+    outln!("{} {} — {}", s.id, status(s), s.reason)
 }
 
-pub fn sessions(list: &[pb::SessionSummary], json: bool) {
+pub fn sessions(list: &[pb::SessionSummary], json: bool) -> anyhow::Result<()> {
     if json {
         return print_json(&to_json(list));
     }
     if list.is_empty() {
-        println!("no sessions");
-        return;
+        return outln!("no sessions");
     }
     print_table(
         &["ID", "STATUS", "TURNS", "PANE", "PROJECT", "REASON"],
@@ -276,14 +311,14 @@ pub fn sessions(list: &[pb::SessionSummary], json: bool) {
                 s.reason.clone(),
             ]
         }),
-    );
+    )
 }
 
-pub fn turn(t: &pb::TurnRecord, json: bool) {
+pub fn turn(t: &pb::TurnRecord, json: bool) -> anyhow::Result<()> {
     if json {
-        return println!("{}", serde_json::to_string(&to_json(t)).unwrap_or_default());
+        return print_json_line(&to_json(t));
     }
-    println!(
+    outln!(
         "turn {:>3} [{}] {} → {} ({}; {} ms model)\n  {}",
         t.n,
         t.state().label(),
@@ -292,30 +327,31 @@ pub fn turn(t: &pb::TurnRecord, json: bool) {
         t.outcome().label(),
         t.model_latency_ms,
         t.prompt.replace('\n', "\n  ")
-    );
+    )?;
     for g in &t.gate {
-        println!("    gate: {g}");
+        outln!("    gate: {g}")?;
     }
     // Which evidence decided: the agent CLI's transcript, or the screen.
     if t.confirmed_by() != pb::EvidenceSource::Screen || t.judged_by() != pb::EvidenceSource::Screen
     {
-        println!(
+        outln!(
             "    evidence: landed per {}, judged on {}",
             t.confirmed_by().label(),
             t.judged_by().label()
-        );
+        )?;
     }
     for tool in &t.tools {
-        println!("    tool: {tool}");
+        outln!("    tool: {tool}")?;
     }
     if !t.response.is_empty() {
-        println!("    agent: {}", t.response.replace('\n', "\n           "));
+        outln!("    agent: {}", t.response.replace('\n', "\n           "))?;
     }
+    Ok(())
 }
 
-pub fn update(u: &pb::SessionUpdate, json: bool) {
+pub fn update(u: &pb::SessionUpdate, json: bool) -> anyhow::Result<()> {
     if json {
-        return println!("{}", serde_json::to_string(&to_json(u)).unwrap_or_default());
+        return print_json_line(&to_json(u));
     }
     match &u.turn {
         Some(t)
@@ -324,12 +360,12 @@ pub fn update(u: &pb::SessionUpdate, json: bool) {
         {
             turn(t, false)
         }
-        _ if u.ended => println!("session ended — {}", u.event),
-        _ => println!("  · {}", u.event),
+        _ if u.ended => outln!("session ended — {}", u.event),
+        _ => outln!("  · {}", u.event),
     }
 }
 
-pub fn show(d: &pb::SessionDetail, json: bool) {
+pub fn show(d: &pb::SessionDetail, json: bool) -> anyhow::Result<()> {
     let rec: serde_json::Value = serde_json::from_str(&d.json).unwrap_or_default();
     if json {
         let v = json!({
@@ -340,74 +376,75 @@ pub fn show(d: &pb::SessionDetail, json: bool) {
         return print_json(&v);
     }
     let s = d.summary.clone().unwrap_or_default();
-    println!("session  {}", s.id);
-    println!("pane     {} {} ({})", s.machine, s.target, s.pane_id);
-    println!("project  {}", s.project);
-    println!("goal     {}", s.goal);
-    println!("status   {} — {}", status(&s), s.reason);
-    println!(
+    outln!("session  {}", s.id)?;
+    outln!("pane     {} {} ({})", s.machine, s.target, s.pane_id)?;
+    outln!("project  {}", s.project)?;
+    outln!("goal     {}", s.goal)?;
+    outln!("status   {} — {}", status(&s), s.reason)?;
+    outln!(
         "turns    {}/{}{}{}",
         s.turns,
         s.max_turns,
         if s.dry_run { " (dry run)" } else { "" },
         if s.plan_only { " (plan-only)" } else { "" }
-    );
+    )?;
     match s.evidence() {
-        pb::EvidenceSource::Screen => println!("evidence screen (no agent transcript followed)"),
-        src => println!(
+        pb::EvidenceSource::Screen => outln!("evidence screen (no agent transcript followed)")?,
+        src => outln!(
             "evidence {} {} (CLI session {}); {} prompts confirmed, {} disagreements with the screen",
             src.label(),
             rec["transcript"].as_str().unwrap_or(""),
             s.cli_session,
             rec["confirmed"].as_u64().unwrap_or(0),
             rec["disagreements"].as_u64().unwrap_or(0)
-        ),
+        )?,
     }
     if let Some(cmd) = rec["verify"].as_str().filter(|c| !c.is_empty()) {
-        println!(
+        outln!(
             "verify   `{cmd}` — {} run(s), {} failing in a row",
             rec["verify_runs"].as_u64().unwrap_or(0),
             rec["verify_failures"].as_u64().unwrap_or(0)
-        );
+        )?;
     }
     if let Some(tasks) = rec["tasks"]["tasks"].as_array() {
-        println!("tasks");
+        outln!("tasks")?;
         for t in tasks {
-            println!(
+            outln!(
                 "  [{}] {}",
                 t["status"].as_str().unwrap_or("?"),
                 t["title"].as_str().unwrap_or("")
-            );
+            )?;
         }
     }
     if let Some(lines) = rec["summary_lines"].as_array() {
         for (i, line) in lines.iter().filter_map(|l| l.as_str()).enumerate() {
-            println!("{}{line}", if i == 0 { "summary  " } else { "         " });
+            outln!("{}{line}", if i == 0 { "summary  " } else { "         " })?;
         }
     } else if let Some(line) = rec["summary_line"].as_str() {
         // A coordinator from before the summary had lines.
-        println!("summary  {line}");
+        outln!("summary  {line}")?;
     }
     let last: Vec<_> = d.turns.iter().rev().take(5).collect();
     if !last.is_empty() {
-        println!("last turns");
+        outln!("last turns")?;
         for t in last.into_iter().rev() {
-            turn(t, false);
+            turn(t, false)?;
         }
     }
+    Ok(())
 }
 
-pub fn context(r: &pb::ContextReply, json: bool) {
+pub fn context(r: &pb::ContextReply, json: bool) -> anyhow::Result<()> {
     if json {
         return print_json(&to_json(r));
     }
     for m in &r.messages {
-        println!("── {} ──\n{}\n", m.role().label(), m.content);
+        outln!("── {} ──\n{}\n", m.role().label(), m.content)?;
     }
-    println!("≈ {} of {} tokens", r.estimated_tokens, r.budget);
+    outln!("≈ {} of {} tokens", r.estimated_tokens, r.budget)
 }
 
-pub fn audit(entries: &[pb::AuditRecord], json: bool) {
+pub fn audit(entries: &[pb::AuditRecord], json: bool) -> anyhow::Result<()> {
     if json {
         return print_json(&to_json(entries));
     }
@@ -428,11 +465,11 @@ pub fn audit(entries: &[pb::AuditRecord], json: bool) {
                 a.detail.clone(),
             ]
         }),
-    );
+    )
 }
 
 /// `notify test`: one line per sink (and Mac), what it said.
-pub fn notify_results(results: &[pb::NotifyResult], json: bool) {
+pub fn notify_results(results: &[pb::NotifyResult], json: bool) -> anyhow::Result<()> {
     if json {
         return print_json(&to_json(results));
     }
@@ -452,11 +489,15 @@ pub fn notify_results(results: &[pb::NotifyResult], json: bool) {
                 r.elapsed_ms.to_string(),
             ]
         }),
-    );
+    )
 }
 
 /// What `karl-ctl export` wrote: files, examples per split and outcome, pairs per reason.
-pub fn export_summary(s: &pb::ExportSummary, files: &[std::path::PathBuf], json: bool) {
+pub fn export_summary(
+    s: &pb::ExportSummary,
+    files: &[std::path::PathBuf],
+    json: bool,
+) -> anyhow::Result<()> {
     if json {
         let mut v = to_json(s);
         v["files"] = to_json(files);
@@ -474,28 +515,30 @@ pub fn export_summary(s: &pb::ExportSummary, files: &[std::path::PathBuf], json:
                 .join(", ")
         }
     };
-    println!("read {} sessions, {} turns", s.sessions, s.turns);
-    println!(
+    outln!("read {} sessions, {} turns", s.sessions, s.turns)?;
+    outln!(
         "sft examples: train {}, valid {} (by outcome: {}; ~{} tokens)",
         s.sft_train,
         s.sft_valid,
         counts(&s.sft_by_outcome),
         s.sft_tokens
-    );
-    println!(
+    )?;
+    outln!(
         "preference pairs: train {}, valid {} (by reason: {})",
         s.pairs_train,
         s.pairs_valid,
         counts(&s.pairs_by_reason)
-    );
-    println!("turns not learnt from: {}", counts(&s.skipped));
-    println!(
+    )?;
+    outln!("turns not learnt from: {}", counts(&s.skipped))?;
+    outln!(
         "duplicates dropped {}, secrets redacted {}",
-        s.duplicates, s.redactions
-    );
+        s.duplicates,
+        s.redactions
+    )?;
     for f in files {
-        println!("wrote {}", f.display());
+        outln!("wrote {}", f.display())?;
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,17 +1,24 @@
 //! karl-ctl's offline commands through the real binary: no coordinator anywhere, a
 //! private HOME, exit codes as documented (0 pass, 1 block, 2 bad usage).
 
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
 
-fn ctl(args: &[&str]) -> (i32, String, String) {
+/// Runs karl-ctl with `args` and a private HOME; `stdout` replaces the captured one.
+fn run(args: &[&str], stdout: Option<Stdio>) -> Output {
     let home = tempfile::tempdir().expect("tempdir");
-    let out = Command::new(env!("CARGO_BIN_EXE_karl-ctl"))
-        .args(args)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_karl-ctl"));
+    cmd.args(args)
         .env("HOME", home.path())
         .env_remove("KARL_COORD")
-        .env_remove("KARL_TOKEN")
-        .output()
-        .expect("run karl-ctl");
+        .env_remove("KARL_TOKEN");
+    if let Some(stdout) = stdout {
+        cmd.stdout(stdout);
+    }
+    cmd.output().expect("run karl-ctl")
+}
+
+fn ctl(args: &[&str]) -> (i32, String, String) {
+    let out = run(args, None);
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -161,4 +168,50 @@ fn the_plan_request_for_a_capture_carries_the_goal_and_the_screen() {
     let (code, _, err) = ctl(&["context", "--plan", "--goal", "x"]);
     assert_ne!(code, 0, "--plan without --capture is refused");
     assert!(err.contains("--capture"), "{err}");
+}
+
+/// The write end of a pipe whose reader is gone: `true` read nothing and has exited, so
+/// every write to it fails with a broken pipe, as `karl-ctl … | head` does once head quits.
+fn closed_pipe() -> Stdio {
+    let mut reader = Command::new("true")
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("run true");
+    let write_end = reader.stdin.take().expect("pipe");
+    reader.wait().expect("true exits");
+    write_end.into()
+}
+
+#[test]
+fn a_reader_that_stops_early_ends_the_output_quietly() {
+    let capture = fixture("cc-basic-120x40__after-answer.txt");
+    for args in [
+        // Text lines from offline.rs, from output.rs, and validate's verdict.
+        &["classify", &capture, "--explain"][..],
+        &["context", "--capture", &capture],
+        &[
+            "validate",
+            "Add a unit test for parse_config in src/config.rs",
+        ],
+    ] {
+        let out = run(args, Some(closed_pipe()));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(out.status.success(), "{args:?}: {:?} {err}", out.status);
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn other_stdout_failures_are_errors() {
+    let full = std::fs::File::options()
+        .write(true)
+        .open("/dev/full")
+        .expect("open /dev/full");
+    let capture = fixture("cc-basic-120x40__after-answer.txt");
+    let out = run(&["classify", &capture], Some(full.into()));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot write to stdout"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
 }
