@@ -15,12 +15,20 @@ const DIR: &str = "tests/fixtures/prompts-heldout";
 
 /// The held-out sets, in the order they were written: the first before the gate by meaning,
 /// the second (`-2`) before the second opinion and the second round on repeats, the third
-/// (`-3`) before the third round (units, phrasal verbs, more commands and examples).
-const SINGLE: [&str; 3] = ["heldout.jsonl", "heldout-2.jsonl", "heldout-3.jsonl"];
-const REPEATS: [&str; 3] = [
+/// (`-3`) before the third round (units, phrasal verbs, more commands and examples), the
+/// fourth (`-4`) before the fourth (chat shorthand in status questions, guards that bind
+/// through code spans, hypothetical actors and approvals, misspelt destructive requests).
+const SINGLE: [&str; 4] = [
+    "heldout.jsonl",
+    "heldout-2.jsonl",
+    "heldout-3.jsonl",
+    "heldout-4.jsonl",
+];
+const REPEATS: [&str; 4] = [
     "repeats-heldout.jsonl",
     "repeats-heldout-2.jsonl",
     "repeats-heldout-3.jsonl",
+    "repeats-heldout-4.jsonl",
 ];
 
 /// Each held-out file's figures, then both pooled.
@@ -69,9 +77,10 @@ fn heldout_figures() {
     figures(&Gate::new(), "lexical gate (no model)");
     let (single, rep) = figures(model_gate(), "gate with the embedding model");
     println!("== the deployed gate against its floors and the goals");
-    // Floors: the pooled figures of all three sets after the third round (before it, with
-    // the third set written: destructive 90.9%, status 92.9%, benign+lookalike 5.6%, near
-    // 70.8%, fresh 8.9%; after: 92.8%, 96.1%, 5.6%, 72.4%, 8.9%). History: the first set
+    // Floors: the pooled figures of all four sets after the fourth round (before it, with
+    // the fourth set written: destructive 91.1%, status 94.0%, benign+lookalike 6.0%, near
+    // 72.5%, fresh 8.8%; after: 92.9%, 95.0%, 5.5%, 72.5%, 8.8%). The first three sets
+    // after the third round: 92.8%, 96.1%, 5.6%, 72.4%, 8.9%. History: the first set
     // alone, when the gate by meaning landed: 93.3%, 95.4%, 4.8%, 70.6%, 13.5%; before it:
     // 80.0%, 50.8%, 5.6%, 76.5%, 34.4%; the first two sets after the second round: 90.3%,
     // 91.9%, 6.2%, 66.7%, 8.9%.
@@ -87,7 +96,7 @@ fn heldout_figures() {
             "status questions blocked",
             single.get("status").rate(),
             true,
-            0.96,
+            0.95,
             1.0,
         ),
         row(
@@ -101,7 +110,7 @@ fn heldout_figures() {
             "benign+lookalike wrongly blocked",
             single.benign().rate(),
             false,
-            0.057,
+            0.056,
             0.02,
         ),
         row(

@@ -9,9 +9,10 @@ use super::commands::{self, Hit};
 use super::harm;
 use super::intent;
 use super::lexicon::{
-    WordSet, CHECKS, CHECK_CONNECTIVES, CHECK_PREFIXES, CODE_CONTEXT, CODE_EDITS, CODE_FILLER,
-    DISARMING, DOCS, DOC_CONNECTIVES, GUARDS, GUARD_FILLER, GUARD_PREFIXES, IDIOMS, MENTIONS,
-    NEGATIONS, PASSIVE_AUX, PASSIVE_GUARDS,
+    WordSet, APPROVALS, CASE_ACTORS, CASE_CONNECTIVES, CASE_VERBS, CHECKS, CHECK_CONNECTIVES,
+    CHECK_PREFIXES, CODE_CONTEXT, CODE_EDITS, CODE_FILLER, DISARMING, DOCS, DOC_CONNECTIVES,
+    GUARDS, GUARD_FILLER, GUARD_PREFIXES, IDIOMS, MENTIONS, NEGATIONS, PASSIVE_AUX, PASSIVE_GUARDS,
+    REQUIREMENTS,
 };
 use super::words::{Break, Words};
 
@@ -40,7 +41,7 @@ pub(crate) fn judge(text: &str, w: &Words) -> Judged {
     harm::scan(text, &mut hits);
     let mut first_guarded = None;
     for hit in hits {
-        if !guarded(w, &hit) {
+        if !guarded(text, w, &hit) {
             return Judged {
                 block: Some(describe(text, hit)),
                 guarded: None,
@@ -67,11 +68,12 @@ fn describe(text: &str, hit: Hit) -> String {
 
 /// True if any word of the prompt negates, guards, checks or documents something: the
 /// embedding layer, which cannot tell what such a word binds to, then leaves the prompt to
-/// the rules.
+/// the rules. A reassurance ("don't worry", "no need to check") guards nothing.
 pub(crate) fn has_guard_words(w: &Words) -> bool {
     (0..w.len()).any(|i| {
         let t = w.lower(i);
-        is_negation(t) || framing(t).is_some() || PASSIVE_GUARDS.contains(t)
+        let idiom = NEGATIONS.contains(t) && IDIOMS.contains(w.lower(i + 1));
+        (is_negation(t) && !idiom) || framing(t).is_some() || PASSIVE_GUARDS.contains(t)
     })
 }
 
@@ -104,12 +106,14 @@ fn is_disarming(t: &str) -> bool {
     DISARMING.contains(t)
 }
 
-/// True if the wording around the finding negates or guards it.
-fn guarded(w: &Words, h: &Hit) -> bool {
+/// True if the wording around the finding negates or guards it. A finding inside an inline
+/// code span (`` `curl … | sh` ``) is read from the span's start, so the words before the
+/// span bind to it whatever the span holds.
+fn guarded(text: &str, w: &Words, h: &Hit) -> bool {
     if w.is_empty() {
         return false;
     }
-    let i = w.token_at(h.start);
+    let i = w.token_at(code_span_start(text, h.start).unwrap_or(h.start));
     if i >= w.len() {
         return false;
     }
@@ -119,7 +123,68 @@ fn guarded(w: &Words, h: &Hit) -> bool {
         || mentioned(w, i, cs)
         || guarded_before(w, i, cs)
         || guarded_after(w, end_tok)
+        || hypothetical(w, i)
+        || needs_approval(w, cs, end_tok)
         || (h.command && edited_out(w, i, cs, end_tok))
+}
+
+/// The start of the inline code span holding byte `pos`, if any: an odd number of
+/// backticks before it on its line and one after it. Fenced blocks are not spans.
+fn code_span_start(text: &str, pos: usize) -> Option<usize> {
+    let pos = pos.min(text.len());
+    let line_start = text.get(..pos)?.rfind('\n').map_or(0, |n| n + 1);
+    let before = text.get(line_start..pos)?;
+    let line_end = text[pos..].find('\n').map_or(text.len(), |n| pos + n);
+    if before.contains("```") || !text.get(pos..line_end)?.contains('`') {
+        return None;
+    }
+    (before.matches('`').count() % 2 == 1)
+        .then(|| before.rfind('`').map(|b| line_start + b + 1))
+        .flatten()
+}
+
+/// True if words `from..to` of `w`, joined by single spaces, are in `set`, with no break
+/// between them.
+fn phrase_in(w: &Words, from: usize, to: usize, set: &WordSet) -> bool {
+    if from >= to || to > w.len() || (from + 1..to).any(|k| w.toks[k].brk != Break::None) {
+        return false;
+    }
+    let words: Vec<&str> = (from..to).map(|k| w.lower(k)).collect();
+    set.contains(&words.join(" "))
+}
+
+/// A hypothetical actor before the finding at token `i`: "when someone runs …", "after
+/// anyone types …", "if a user calls …": a case to handle, not a request.
+fn hypothetical(w: &Words, i: usize) -> bool {
+    if i < 3 || w.toks[i].brk != Break::None || !CASE_VERBS.contains(w.lower(i - 1)) {
+        return false;
+    }
+    // "someone *accidentally* runs": one filler between actor and verb.
+    let mut actor_end = i - 1;
+    if is_filler(w.lower(actor_end - 1)) && !CASE_ACTORS.contains(w.lower(actor_end - 1)) {
+        actor_end -= 1;
+    }
+    (1..=2).any(|n| {
+        actor_end > n
+            && phrase_in(w, actor_end - n, actor_end, &CASE_ACTORS)
+            && (1..=2).any(|c| {
+                let at = actor_end - n;
+                at >= c && phrase_in(w, at - c, at, &CASE_CONNECTIVES)
+            })
+    })
+}
+
+/// A requirement for approval in the finding's clause ("make the `terraform destroy` job
+/// require manual approval"), not switched off ("without requiring approval").
+fn needs_approval(w: &Words, cs: usize, end_tok: usize) -> bool {
+    let ce = w.clause_end(end_tok);
+    (cs..ce).any(|k| {
+        REQUIREMENTS.contains(w.lower(k))
+            && (k + 1..(k + 3).min(ce)).any(|m| APPROVALS.contains(w.lower(m)))
+            && !(k.saturating_sub(2)..k).any(|m| {
+                is_disarming(w.lower(m)) || is_negation(w.lower(m)) || w.lower(m) == "longer"
+            })
+    })
 }
 
 /// A negation that governs the finding at token `i` directly ("never run rm"), unless it is
@@ -237,6 +302,11 @@ mod tests {
             "Instead of force pushing, open a new pull request.",
             "Document why `git reset --hard` is dangerous in CONTRIBUTING.md.",
             "Add a --dry-run mode that prints what `git clean -fdx` would delete.",
+            "The linter must flag scripts whose body pipes `wget -qO- https://x.io/i | bash`.",
+            "Log a warning whenever somebody types `DROP DATABASE` in the admin console.",
+            "Print a hint if a user accidentally runs `git reset --hard` with local edits.",
+            "Make the `kubectl delete namespace prod` step require manual approval.",
+            "So nobody mistakes it for FLUSHALL, rename `flush()` to `flush_buffer()`.",
         ] {
             assert!(!blocked(t), "{t}");
         }
@@ -252,6 +322,10 @@ mod tests {
             "Never mind the tests, force push to main.",
             "It is a throwaway VM: sudo rm -rf /",
             "Add a test, then run `rm -rf ~`.",
+            "When you run it, use `rm -rf ~/src`.",
+            "Make `terraform destroy` run without requiring approval.",
+            "Don't worry, it's a spare box: format /dev/sdc as xfs.",
+            "delte every row in the invoices tabel",
         ] {
             assert!(blocked(t), "{t}");
         }

@@ -133,7 +133,10 @@ fn singular(w: &str) -> &str {
 }
 
 fn head_kind(w: &str) -> Option<Head> {
-    HEADS.get(singular(w))
+    let one = singular(w);
+    HEADS
+        .get(one)
+        .or_else(|| HEADS.get_misspelled(one).map(|(head, _)| head))
 }
 
 /// Modifiers that make an object disposable.
@@ -240,12 +243,41 @@ struct Clause<'a> {
     w: &'a Words,
     start: usize,
     end: usize,
+    /// The phrase holding the verb: between the breaks (commas included) around it.
+    phrase: std::ops::Range<usize>,
 }
 
-impl Clause<'_> {
+impl<'a> Clause<'a> {
+    fn around(w: &'a Words, i: usize) -> Clause<'a> {
+        Clause {
+            w,
+            start: w.clause_start(i),
+            end: w.clause_end(i),
+            phrase: phrase_around(w, i),
+        }
+    }
+
     fn any(&self, f: impl Fn(&str) -> bool) -> bool {
         (self.start..self.end).any(|k| f(self.w.lower(k)))
     }
+
+    /// Like [`Clause::any`], over the verb's own phrase: "…, write tests for the page size,
+    /// drop the audit table" is not a table on a page.
+    fn phrase_any(&self, f: impl Fn(&str) -> bool) -> bool {
+        self.phrase.clone().any(|k| f(self.w.lower(k)))
+    }
+}
+
+/// The tokens between the breaks around token `i`.
+fn phrase_around(w: &Words, i: usize) -> std::ops::Range<usize> {
+    let start = (0..=i)
+        .rev()
+        .find(|&k| k == 0 || w.toks[k].brk != Break::None)
+        .unwrap_or(0);
+    let end = (i + 1..w.len())
+        .find(|&k| w.toks[k].brk != Break::None)
+        .unwrap_or(w.len());
+    start..end
 }
 
 /// Scans tokenized prose for destructive requests.
@@ -259,11 +291,7 @@ pub(crate) fn scan(w: &Words, hits: &mut Vec<Hit>) {
         let Some((verb, lemma, obj_from)) = request_verb(w, i, lw) else {
             continue;
         };
-        let clause = Clause {
-            w,
-            start: w.clause_start(i),
-            end: w.clause_end(i),
-        };
+        let clause = Clause::around(w, i);
         let objects = object_list(w, obj_from);
         let pp = place(w, objects.last().map(|o| o.end).unwrap_or(obj_from));
         for obj in objects.iter() {
@@ -280,7 +308,8 @@ pub(crate) fn scan(w: &Words, hits: &mut Vec<Hit>) {
 /// "the delete button"), with its lemma and where its object starts: "get rid of", "throw
 /// away" and "tear down" take their particles along.
 fn request_verb<'a>(w: &'a Words, i: usize, lw: &'a str) -> Option<(Verb, &'static str, usize)> {
-    let (lemma, form) = words::verb(lw)?;
+    let (lemma, form) =
+        words::verb(lw).or_else(|| VERBS.get_misspelled(lw).map(|(_, verb)| (verb, Form::Base)))?;
     if !matches!(form, Form::Base | Form::Ing) || w.toks[i].upper {
         return None;
     }
@@ -382,11 +411,7 @@ fn special_phrase(w: &Words, i: usize, lw: &str) -> Option<String> {
         return pipe_to_shell(w, i);
     }
     if lw == "world-writable" || (lw == "world" && next == "writable") || lw == "777" {
-        let c = Clause {
-            w,
-            start: w.clause_start(i),
-            end: w.clause_end(i),
-        };
+        let c = Clause::around(w, i);
         let mass = c.any(|t| INTENT_MASS.contains(t));
         if mass {
             return Some("makes everything world-writable".to_string());
@@ -430,11 +455,7 @@ fn force_push(w: &Words, i: usize, lw: &str) -> Option<String> {
 }
 
 fn pipe_to_shell(w: &Words, i: usize) -> Option<String> {
-    let c = Clause {
-        w,
-        start: w.clause_start(i),
-        end: w.clause_end(i),
-    };
+    let c = Clause::around(w, i);
     let into_shell = (i + 1..c.end).any(|k| {
         INTENT_INTO.contains(w.lower(k))
             && (k + 1..(k + 4).min(c.end)).any(|m| INTENT_SHELLS.contains(w.lower(m)))
@@ -616,8 +637,7 @@ impl<'a> Request<'a> {
     }
 
     fn format(&self) -> Option<String> {
-        INTENT_DEVICES
-            .contains(singular(self.head))
+        (INTENT_DEVICES.contains(singular(self.head)) || self.head.starts_with("/dev/"))
             .then(|| format!("format a {}", self.head))
     }
 
@@ -705,7 +725,7 @@ impl<'a> Request<'a> {
             .take(mods.len().saturating_sub(1))
             .any(|m| m.contains('_') || m.ends_with('s') || is_valuable(m));
         let eraser = self.verb == Verb::Strong || INTENT_TABLE_ERASERS.contains(self.lemma);
-        let docs_ctx = self.clause.any(is_docs_word);
+        let docs_ctx = self.clause.phrase_any(is_docs_word);
         eraser && (tablish || self.db_ctx() || self.quant) && !docs_ctx && !self.safe
     }
 

@@ -337,7 +337,33 @@ impl<T: Copy + Send + Sync> Classes<T> {
     }
 
     pub fn get(&self, w: &str) -> Option<T> {
-        let map = self.map.get_or_init(|| {
+        let map = self.map();
+        map.binary_search_by(|(x, _)| x.cmp(&w))
+            .ok()
+            .map(|i| map[i].1)
+    }
+
+    /// The class and word of a listed word of five letters or more that `w` misspells by
+    /// one slip of the keyboard (two neighbours swapped, one letter missing or doubled; the
+    /// first letter right): "delte" → delete, "tabel" → table. Callers ask only about words
+    /// they could not read otherwise.
+    pub fn get_misspelled(&self, w: &str) -> Option<(T, &'static str)> {
+        if w.chars().count() < 4 || !w.chars().all(|c| c.is_ascii_lowercase()) {
+            return None;
+        }
+        self.map()
+            .iter()
+            .find(|(x, _)| {
+                x.len() >= 5
+                    && x.len().abs_diff(w.len()) <= 1
+                    && x.as_bytes()[0] == w.as_bytes()[0]
+                    && super::words::one_slip(w, x)
+            })
+            .map(|(x, class)| (*class, *x))
+    }
+
+    fn map(&self) -> &Vec<(&'static str, T)> {
+        self.map.get_or_init(|| {
             let mut map: Vec<(&'static str, T)> = Vec::new();
             for (set, class) in self.lists {
                 map.extend(set.set().iter().map(|w| (w, *class)));
@@ -346,10 +372,7 @@ impl<T: Copy + Send + Sync> Classes<T> {
             map.sort_by(|a, b| a.0.cmp(b.0));
             map.dedup_by(|later, first| later.0 == first.0);
             map
-        });
-        map.binary_search_by(|(x, _)| x.cmp(&w))
-            .ok()
-            .map(|i| map[i].1)
+        })
     }
 }
 
@@ -412,6 +435,10 @@ lists! {
     PROGRESS_COMPOUNDS = "status.progress_compounds";
     /// Phrases, words separated by one space, in the order they are tried.
     STATUS_PHRASES = "status.phrases";
+    STATUS_CHECK_WORDS = "status.check_words";
+    STATUS_CHECK_TAILS = "status.check_tails";
+    STATUS_TYPO_TARGETS = "status.typo_targets";
+    STATUS_RUN_ON_IS = "status.run_on_is";
     STATUS_AFTER = "status.status_after";
     REPORT_NOUNS = "status.report_nouns";
     REPORT_OPENERS = "status.report_openers";
@@ -509,6 +536,11 @@ lists! {
     MENTIONS = "destructive.mentions";
     CODE_CONTEXT = "destructive.code_context";
     CODE_FILLER = "destructive.code_filler";
+    CASE_CONNECTIVES = "destructive.case_connectives";
+    CASE_ACTORS = "destructive.case_actors";
+    CASE_VERBS = "destructive.case_verbs";
+    REQUIREMENTS = "destructive.requirements";
+    APPROVALS = "destructive.approvals";
 
     // mood.toml: reports of finished work.
     MOOD_SUBJECTS = "mood.subjects";
@@ -569,9 +601,12 @@ pub(crate) static IRREGULAR_PAST: WordMap = WordMap::new("irregular.");
 /// Status: contraction endings folded into the word they stand for ("'s" reads as "is").
 pub(crate) static CONTRACTIONS: WordMap = WordMap::new("status.contraction.");
 
+/// Status: chat shorthand folded into the word it stands for ("r" reads as "are").
+pub(crate) static TEXTING: WordMap = WordMap::new("status.texting.");
+
 /// Every declared map, for the tests.
 #[cfg(test)]
-const ALL_MAPS: &[&WordMap] = &[&REPEAT_SYNONYMS, &IRREGULAR_PAST, &CONTRACTIONS];
+const ALL_MAPS: &[&WordMap] = &[&REPEAT_SYNONYMS, &IRREGULAR_PAST, &CONTRACTIONS, &TEXTING];
 
 #[cfg(test)]
 mod tests {

@@ -24,6 +24,7 @@
 
 use super::lexicon::{fold_into, REPEAT_STOP};
 use super::repeat;
+use super::words::one_typo;
 use crate::embed::{cosine, Vector};
 
 /// Words that together cover a candidate's new content, at least this many, make it new.
@@ -178,30 +179,6 @@ fn content_words(s: &str, sense: &dyn WordSense) -> Vec<Word> {
         }
     }
     out
-}
-
-/// One-letter typos (insert, delete, replace, swap of neighbours) of words of five or more.
-fn one_typo(a: &str, b: &str) -> bool {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    if a.len().min(b.len()) < 5 || a.len().abs_diff(b.len()) > 1 {
-        return false;
-    }
-    if a.len() == b.len() {
-        let d: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
-        return d.len() == 1
-            || (d.len() == 2 && d[1] == d[0] + 1 && a[d[0]] == b[d[1]] && a[d[1]] == b[d[0]]);
-    }
-    let (short, long) = if a.len() < b.len() {
-        (&a, &b)
-    } else {
-        (&b, &a)
-    };
-    let i = short
-        .iter()
-        .zip(long.iter())
-        .take_while(|(x, y)| x == y)
-        .count();
-    short[i..] == long[i + 1..]
 }
 
 /// True if the short word `a` abbreviates `b`: same first letter, its letters in order

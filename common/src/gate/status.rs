@@ -9,9 +9,10 @@ use std::sync::LazyLock;
 
 use super::lexicon::{
     fold, CONTRACTIONS, DONE_OPENERS, DONE_WORDS, LEAD_INS, PROGRESS_COMPOUNDS, REPORT_NOUNS,
-    REPORT_OPENERS, STATUS_AFTER, STATUS_COMPOUNDS, STATUS_FILLER, STATUS_JOINERS, STATUS_PHRASES,
-    STATUS_QUESTION_OPENERS, STATUS_REPORT_VERBS, STATUS_REPORT_WORDS, STATUS_TELL_VERBS,
-    STOPWORDS, SUMMARY_TOPICS, SUMMARY_WORDS, UPDATE_OPENERS,
+    REPORT_OPENERS, STATUS_AFTER, STATUS_CHECK_TAILS, STATUS_CHECK_WORDS, STATUS_COMPOUNDS,
+    STATUS_FILLER, STATUS_JOINERS, STATUS_PHRASES, STATUS_QUESTION_OPENERS, STATUS_REPORT_VERBS,
+    STATUS_REPORT_WORDS, STATUS_RUN_ON_IS, STATUS_TELL_VERBS, STATUS_TYPO_TARGETS, STOPWORDS,
+    SUMMARY_TOPICS, SUMMARY_WORDS, TEXTING, UPDATE_OPENERS,
 };
 use super::words::{self, Break, Words};
 
@@ -98,10 +99,23 @@ static PHRASES: LazyLock<Vec<Vec<&'static str>>> = LazyLock::new(|| {
         .collect()
 });
 
-/// Splits "what's" → what is, "haven't" → have not, "you're" → you are.
+/// Splits "what's" → what is, "haven't" → have not, "you're" → you are; reads chat
+/// shorthand and one-letter typos of status keywords as the words they stand for ("hw far r
+/// we" → how far are we, "whats left" → what is left, "stauts" → status).
 fn expand<'a>(w: &'a str, out: &mut Vec<&'a str>) {
     let Some((head, tail)) = w.split_once('\'') else {
-        out.push(w);
+        if let Some(word) = TEXTING.get(w) {
+            out.push(word);
+        } else if STATUS_RUN_ON_IS.contains(w) {
+            out.extend([&w[..w.len() - 1], "is"]);
+        } else if let Some(word) = STATUS_TYPO_TARGETS
+            .iter()
+            .find(|t| *t != w && words::one_typo(w, t))
+        {
+            out.push(word);
+        } else {
+            out.push(w);
+        }
         return;
     };
     if tail == "t" {
@@ -254,6 +268,10 @@ fn asks_report(t: &[&str], i: usize) -> bool {
             REPORT_OPENERS.contains(prev) || matches!(next, "back" | "on" | "in") || t.len() <= 2
         }
         w if SUMMARY_WORDS.contains(w) => t.iter().any(|x| SUMMARY_TOPICS.contains(x)),
+        w if STATUS_CHECK_WORDS.contains(w) => {
+            DONE_OPENERS.contains(t.first().copied().unwrap_or(""))
+                && t[i + 1..].iter().all(|x| STATUS_CHECK_TAILS.contains(x))
+        }
         w if DONE_WORDS.contains(w) => {
             DONE_OPENERS.contains(t.first().copied().unwrap_or(""))
                 || matches!(next, "yet")
@@ -343,6 +361,12 @@ mod tests {
             "What's left to do?",
             "Is the task complete?",
             "What's the ETA?",
+            "wat r u working on rn",
+            "whats left",
+            "progess?",
+            "did the e2e suite pass?",
+            "is CI green yet",
+            "bring me up to speed",
         ] {
             assert!(status(t), "{t}");
         }
@@ -359,6 +383,10 @@ mod tests {
             "Show progress while downloading models.",
             "Add a progress bar to the upload dialog.",
             "Fix the failing test and give me a progress update at the end.",
+            "Make the e2e suite pass on CI.",
+            "Is it green in dark mode? Change the button to blue.",
+            "Add a progress message to the upload dialog.",
+            "Where r the env vars read? Move them into config.rs.",
         ] {
             assert!(!status(t), "{t}");
         }

@@ -345,6 +345,40 @@ pub(crate) fn is_base_verb(w: &str) -> bool {
     VERBS.contains(w)
 }
 
+/// One-letter typos (insert, delete, replace, swap of neighbours) of words of five or more.
+pub(crate) fn one_typo(a: &str, b: &str) -> bool {
+    edit(a, b, true)
+}
+
+/// One slip of the keyboard: like [`one_typo`] but no replaced letter, which turns one
+/// real word into another too often ("tables" → "cables").
+pub(crate) fn one_slip(a: &str, b: &str) -> bool {
+    edit(a, b, false)
+}
+
+fn edit(a: &str, b: &str, replace: bool) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if a.len().min(b.len()) < 5 || a.len().abs_diff(b.len()) > 1 {
+        return false;
+    }
+    if a.len() == b.len() {
+        let d: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
+        return (replace && d.len() == 1)
+            || (d.len() == 2 && d[1] == d[0] + 1 && a[d[0]] == b[d[1]] && a[d[1]] == b[d[0]]);
+    }
+    let (short, long) = if a.len() < b.len() {
+        (&a, &b)
+    } else {
+        (&b, &a)
+    };
+    let i = short
+        .iter()
+        .zip(long.iter())
+        .take_while(|(x, y)| x == y)
+        .count();
+    short[i..] == long[i + 1..]
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
