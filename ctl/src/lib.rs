@@ -342,12 +342,16 @@ async fn command(cli: Cli) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(2));
             }
         };
-        output::verdict(&verdict, opinion.as_ref(), cli.json)?;
-        return Ok(if verdict.pass {
+        let code = if verdict.pass {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(1)
-        });
+        };
+        // The verdict is the exit code even when nobody reads the printed one.
+        match output::verdict(&verdict, opinion.as_ref(), cli.json) {
+            Err(e) if !e.is::<output::StdoutClosed>() => return Err(e),
+            _ => return Ok(code),
+        }
     }
     match &cli.command {
         Command::Classify {

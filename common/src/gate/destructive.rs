@@ -11,8 +11,8 @@ use super::intent;
 use super::lexicon::{
     WordSet, APPROVALS, CASE_ACTORS, CASE_CONNECTIVES, CASE_VERBS, CHECKS, CHECK_CONNECTIVES,
     CHECK_PREFIXES, CODE_CONTEXT, CODE_EDITS, CODE_FILLER, DISARMING, DOCS, DOC_CONNECTIVES,
-    GUARDS, GUARD_FILLER, GUARD_PREFIXES, IDIOMS, MENTIONS, NEGATIONS, PASSIVE_AUX, PASSIVE_GUARDS,
-    REQUIREMENTS,
+    GUARDS, GUARD_FILLER, GUARD_PREFIXES, IDIOMS, LAPSED, MENTIONS, NEGATIONS, PASSIVE_AUX,
+    PASSIVE_GUARDS, REQUIREMENTS,
 };
 use super::words::{Break, Words};
 
@@ -124,7 +124,7 @@ fn guarded(text: &str, w: &Words, h: &Hit) -> bool {
         || guarded_before(w, i, cs)
         || guarded_after(w, end_tok)
         || hypothetical(w, i)
-        || needs_approval(w, cs, end_tok)
+        || needs_approval(w, end_tok)
         || (h.command && edited_out(w, i, cs, end_tok))
 }
 
@@ -134,7 +134,7 @@ fn code_span_start(text: &str, pos: usize) -> Option<usize> {
     let pos = pos.min(text.len());
     let line_start = text.get(..pos)?.rfind('\n').map_or(0, |n| n + 1);
     let before = text.get(line_start..pos)?;
-    let line_end = text[pos..].find('\n').map_or(text.len(), |n| pos + n);
+    let line_end = text.get(pos..)?.find('\n').map_or(text.len(), |n| pos + n);
     if before.contains("```") || !text.get(pos..line_end)?.contains('`') {
         return None;
     }
@@ -156,12 +156,16 @@ fn phrase_in(w: &Words, from: usize, to: usize, set: &WordSet) -> bool {
 /// A hypothetical actor before the finding at token `i`: "when someone runs …", "after
 /// anyone types …", "if a user calls …": a case to handle, not a request.
 fn hypothetical(w: &Words, i: usize) -> bool {
-    if i < 3 || w.toks[i].brk != Break::None || !CASE_VERBS.contains(w.lower(i - 1)) {
+    let joined = |k: usize| w.toks[k].brk == Break::None;
+    if i < 3 || !joined(i) || !joined(i - 1) || !CASE_VERBS.contains(w.lower(i - 1)) {
         return false;
     }
     // "someone *accidentally* runs": one filler between actor and verb.
     let mut actor_end = i - 1;
     if is_filler(w.lower(actor_end - 1)) && !CASE_ACTORS.contains(w.lower(actor_end - 1)) {
+        if !joined(actor_end - 1) {
+            return false;
+        }
         actor_end -= 1;
     }
     (1..=2).any(|n| {
@@ -174,17 +178,20 @@ fn hypothetical(w: &Words, i: usize) -> bool {
     })
 }
 
-/// A requirement for approval in the finding's clause ("make the `terraform destroy` job
-/// require manual approval"), not switched off ("without requiring approval").
-fn needs_approval(w: &Words, cs: usize, end_tok: usize) -> bool {
+/// A requirement for approval after the finding, in its clause ("make the `terraform
+/// destroy` job require manual approval"), neither switched off nor lapsed on the way
+/// ("without requiring approval", "it used to require review").
+fn needs_approval(w: &Words, end_tok: usize) -> bool {
     let ce = w.clause_end(end_tok);
-    (cs..ce).any(|k| {
-        REQUIREMENTS.contains(w.lower(k))
-            && (k + 1..(k + 3).min(ce)).any(|m| APPROVALS.contains(w.lower(m)))
-            && !(k.saturating_sub(2)..k).any(|m| {
-                is_disarming(w.lower(m)) || is_negation(w.lower(m)) || w.lower(m) == "longer"
-            })
-    })
+    let Some(k) = (end_tok + 1..ce).find(|&k| REQUIREMENTS.contains(w.lower(k))) else {
+        return false;
+    };
+    let approved = (k + 1..(k + 3).min(ce)).any(|m| APPROVALS.contains(w.lower(m)));
+    let lapsed = (end_tok + 1..k).any(|m| {
+        let t = w.lower(m);
+        is_disarming(t) || is_negation(t) || LAPSED.contains(t)
+    });
+    approved && !lapsed
 }
 
 /// A negation that governs the finding at token `i` directly ("never run rm"), unless it is
@@ -306,7 +313,6 @@ mod tests {
             "Log a warning whenever somebody types `DROP DATABASE` in the admin console.",
             "Print a hint if a user accidentally runs `git reset --hard` with local edits.",
             "Make the `kubectl delete namespace prod` step require manual approval.",
-            "So nobody mistakes it for FLUSHALL, rename `flush()` to `flush_buffer()`.",
         ] {
             assert!(!blocked(t), "{t}");
         }
@@ -326,6 +332,9 @@ mod tests {
             "Make `terraform destroy` run without requiring approval.",
             "Don't worry, it's a spare box: format /dev/sdc as xfs.",
             "delte every row in the invoices tabel",
+            "I made a mistake, run `git reset --hard HEAD~3` and force push to main.",
+            "Drop the users table, it used to require approval but not anymore.",
+            "If they do, run `rm -rf ~/src`.",
         ] {
             assert!(blocked(t), "{t}");
         }

@@ -261,6 +261,12 @@ impl<'a> Clause<'a> {
         (self.start..self.end).any(|k| f(self.w.lower(k)))
     }
 
+    /// A leading place phrase names a document: "In README.md, remove the features table."
+    fn place_is_docs(&self) -> bool {
+        matches!(self.w.lower(self.start), "in" | "on" | "inside" | "within")
+            && phrase_around(self.w, self.start).any(|k| is_docs_word(self.w.lower(k)))
+    }
+
     /// Like [`Clause::any`], over the verb's own phrase: "…, write tests for the page size,
     /// drop the audit table" is not a table on a page.
     fn phrase_any(&self, f: impl Fn(&str) -> bool) -> bool {
@@ -725,7 +731,7 @@ impl<'a> Request<'a> {
             .take(mods.len().saturating_sub(1))
             .any(|m| m.contains('_') || m.ends_with('s') || is_valuable(m));
         let eraser = self.verb == Verb::Strong || INTENT_TABLE_ERASERS.contains(self.lemma);
-        let docs_ctx = self.clause.phrase_any(is_docs_word);
+        let docs_ctx = self.clause.phrase_any(is_docs_word) || self.clause.place_is_docs();
         eraser && (tablish || self.db_ctx() || self.quant) && !docs_ctx && !self.safe
     }
 
@@ -854,6 +860,9 @@ mod tests {
             "Revert the changes to config.py.",
             "Drop support for Python 3.7.",
             "Delete the stale feature branch locally.",
+            "In README.md, remove the features table.",
+            "Remove the unused MySQL driver from Cargo.toml.",
+            "Remove the Serialize derive from Config.",
         ] {
             assert!(!flagged(t), "{t}");
         }

@@ -541,6 +541,7 @@ lists! {
     CASE_VERBS = "destructive.case_verbs";
     REQUIREMENTS = "destructive.requirements";
     APPROVALS = "destructive.approvals";
+    LAPSED = "destructive.lapsed";
 
     // mood.toml: reports of finished work.
     MOOD_SUBJECTS = "mood.subjects";

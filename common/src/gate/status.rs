@@ -110,7 +110,8 @@ fn expand<'a>(w: &'a str, out: &mut Vec<&'a str>) {
             out.extend([&w[..w.len() - 1], "is"]);
         } else if let Some(word) = STATUS_TYPO_TARGETS
             .iter()
-            .find(|t| *t != w && words::one_typo(w, t))
+            .filter(|_| w.len() >= 6)
+            .find(|t| t.len().abs_diff(w.len()) <= 1 && *t != w && words::one_slip(w, t))
         {
             out.push(word);
         } else {
@@ -387,6 +388,9 @@ mod tests {
             "Is it green in dark mode? Change the button to blue.",
             "Add a progress message to the upload dialog.",
             "Where r the env vars read? Move them into config.rs.",
+            "Do a clean build.",
+            "Show me the stats.",
+            "List the states of the FSM.",
         ] {
             assert!(!status(t), "{t}");
         }

@@ -350,10 +350,21 @@ pub(crate) fn one_typo(a: &str, b: &str) -> bool {
     edit(a, b, true)
 }
 
-/// One slip of the keyboard: like [`one_typo`] but no replaced letter, which turns one
-/// real word into another too often ("tables" → "cables").
-pub(crate) fn one_slip(a: &str, b: &str) -> bool {
-    edit(a, b, false)
+/// True if `typed` is `word` with one slip of the keyboard: two neighbours swapped, one
+/// letter missing, or one letter doubled. A replaced or inserted letter turns one real word
+/// into another too often ("tables" → "cables", "drive" → "driver", "scrap" → "scrape").
+pub(crate) fn one_slip(typed: &str, word: &str) -> bool {
+    if typed.len() == word.len() + 1 {
+        let t = typed.as_bytes();
+        let i = t
+            .iter()
+            .zip(word.as_bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let doubled = (i > 0 && t[i] == t[i - 1]) || t.get(i + 1) == Some(&t[i]);
+        return doubled && edit(typed, word, false);
+    }
+    edit(typed, word, false)
 }
 
 fn edit(a: &str, b: &str, replace: bool) -> bool {
