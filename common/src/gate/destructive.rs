@@ -129,19 +129,31 @@ fn guarded(text: &str, w: &Words, h: &Hit) -> bool {
 }
 
 /// The start of the inline code span holding byte `pos`, if any: an odd number of
-/// backticks before it on its line and one after it. Fenced blocks are not spans.
+/// backticks before it on its line and one after it. Fenced blocks are not spans. Only
+/// [`SPAN_REACH`] bytes either side are read, so many findings on one huge line stay cheap.
 fn code_span_start(text: &str, pos: usize) -> Option<usize> {
-    let pos = pos.min(text.len());
-    let line_start = text.get(..pos)?.rfind('\n').map_or(0, |n| n + 1);
-    let before = text.get(line_start..pos)?;
-    let line_end = text.get(pos..)?.find('\n').map_or(text.len(), |n| pos + n);
-    if before.contains("```") || !text.get(pos..line_end)?.contains('`') {
+    let mut from = pos.saturating_sub(SPAN_REACH);
+    while !text.is_char_boundary(from) {
+        from -= 1;
+    }
+    let mut to = (pos + SPAN_REACH).min(text.len());
+    while !text.is_char_boundary(to) {
+        to += 1;
+    }
+    let before = text.get(from..pos)?;
+    let before = before.rfind('\n').map_or(before, |n| &before[n + 1..]);
+    let after = text.get(pos..to)?;
+    let after = after.find('\n').map_or(after, |n| &after[..n]);
+    if before.contains("```") || !after.contains('`') {
         return None;
     }
     (before.matches('`').count() % 2 == 1)
-        .then(|| before.rfind('`').map(|b| line_start + b + 1))
+        .then(|| before.rfind('`').map(|b| pos - before.len() + b + 1))
         .flatten()
 }
+
+/// How far [`code_span_start`] looks for a span's backticks.
+const SPAN_REACH: usize = 256;
 
 /// True if words `from..to` of `w`, joined by single spaces, are in `set`, with no break
 /// between them.

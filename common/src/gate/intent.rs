@@ -249,11 +249,12 @@ struct Clause<'a> {
 
 impl<'a> Clause<'a> {
     fn around(w: &'a Words, i: usize) -> Clause<'a> {
+        let (start, end) = (w.clause_start(i), w.clause_end(i));
         Clause {
             w,
-            start: w.clause_start(i),
-            end: w.clause_end(i),
-            phrase: phrase_around(w, i),
+            start,
+            end,
+            phrase: phrase_around(w, i, start..end),
         }
     }
 
@@ -264,7 +265,8 @@ impl<'a> Clause<'a> {
     /// A leading place phrase names a document: "In README.md, remove the features table."
     fn place_is_docs(&self) -> bool {
         matches!(self.w.lower(self.start), "in" | "on" | "inside" | "within")
-            && phrase_around(self.w, self.start).any(|k| is_docs_word(self.w.lower(k)))
+            && phrase_around(self.w, self.start, self.start..self.end)
+                .any(|k| is_docs_word(self.w.lower(k)))
     }
 
     /// Like [`Clause::any`], over the verb's own phrase: "…, write tests for the page size,
@@ -274,15 +276,16 @@ impl<'a> Clause<'a> {
     }
 }
 
-/// The tokens between the breaks around token `i`.
-fn phrase_around(w: &Words, i: usize) -> std::ops::Range<usize> {
-    let start = (0..=i)
+/// The tokens between the breaks around token `i`, within `clause` (which bounds the walk:
+/// a megabyte without punctuation stays linear).
+fn phrase_around(w: &Words, i: usize, clause: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    let start = (clause.start..=i)
         .rev()
-        .find(|&k| k == 0 || w.toks[k].brk != Break::None)
-        .unwrap_or(0);
-    let end = (i + 1..w.len())
+        .find(|&k| k == clause.start || w.toks[k].brk != Break::None)
+        .unwrap_or(clause.start);
+    let end = (i + 1..clause.end.max(i + 1))
         .find(|&k| w.toks[k].brk != Break::None)
-        .unwrap_or(w.len());
+        .unwrap_or(clause.end.max(i + 1));
     start..end
 }
 
