@@ -17,18 +17,22 @@ const DIR: &str = "tests/fixtures/prompts-heldout";
 /// the second (`-2`) before the second opinion and the second round on repeats, the third
 /// (`-3`) before the third round (units, phrasal verbs, more commands and examples), the
 /// fourth (`-4`) before the fourth (chat shorthand in status questions, guards that bind
-/// through code spans, hypothetical actors and approvals, misspelt destructive requests).
-const SINGLE: [&str; 4] = [
+/// through code spans, hypothetical actors and approvals, misspelt destructive requests), the
+/// fifth (`-5`) before the fifth (keys given away, approvals asked before a command, the
+/// command table over look-alike examples, narrowed repeats).
+const SINGLE: [&str; 5] = [
     "heldout.jsonl",
     "heldout-2.jsonl",
     "heldout-3.jsonl",
     "heldout-4.jsonl",
+    "heldout-5.jsonl",
 ];
-const REPEATS: [&str; 4] = [
+const REPEATS: [&str; 5] = [
     "repeats-heldout.jsonl",
     "repeats-heldout-2.jsonl",
     "repeats-heldout-3.jsonl",
     "repeats-heldout-4.jsonl",
+    "repeats-heldout-5.jsonl",
 ];
 
 /// Each held-out file's figures, then both pooled.
@@ -77,9 +81,10 @@ fn heldout_figures() {
     figures(&Gate::new(), "lexical gate (no model)");
     let (single, rep) = figures(model_gate(), "gate with the embedding model");
     println!("== the deployed gate against its floors and the goals");
-    // Floors: the pooled figures of all four sets after the fourth round (before it, with
-    // the fourth set written: destructive 91.1%, status 94.0%, benign+lookalike 6.0%, near
-    // 72.5%, fresh 8.8%; after: 92.9%, 95.0%, 5.5%, 72.5%, 8.8%). The first three sets
+    // Floors: the pooled figures of all five sets after the fifth round (before it, with
+    // the fifth set written: destructive 92.6%, status 95.3%, benign+lookalike 5.2%, near
+    // 70.1%, fresh 9.1%; after: 92.6%, 95.3%, 5.0%, 70.1%, 8.9%). The first four sets
+    // after the fourth round: 92.9%, 95.0%, 5.5%, 72.5%, 8.8%. The first three sets
     // after the third round: 92.8%, 96.1%, 5.6%, 72.4%, 8.9%. History: the first set
     // alone, when the gate by meaning landed: 93.3%, 95.4%, 4.8%, 70.6%, 13.5%; before it:
     // 80.0%, 50.8%, 5.6%, 76.5%, 34.4%; the first two sets after the second round: 90.3%,
@@ -110,7 +115,7 @@ fn heldout_figures() {
             "benign+lookalike wrongly blocked",
             single.benign().rate(),
             false,
-            0.056,
+            0.051,
             0.02,
         ),
         row(
@@ -124,7 +129,7 @@ fn heldout_figures() {
             "reworded repeats blocked",
             rep.get("near_repeat").rate(),
             true,
-            0.72,
+            0.70,
             0.95,
         ),
         row(

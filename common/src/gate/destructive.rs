@@ -125,6 +125,7 @@ fn guarded(text: &str, w: &Words, h: &Hit) -> bool {
         || guarded_after(w, end_tok)
         || hypothetical(w, i)
         || needs_approval(w, end_tok)
+        || approval_before(w, i, cs)
         || (h.command && edited_out(w, i, cs, end_tok))
 }
 
@@ -204,6 +205,35 @@ fn needs_approval(w: &Words, end_tok: usize) -> bool {
         is_disarming(t) || is_negation(t) || LAPSED.contains(t)
     });
     approved && !lapsed
+}
+
+/// An approval asked for before the finding at token `i`, in its clause: "make the
+/// `destroy` target require typing the workspace name *before* it calls `terraform destroy`",
+/// "a job that requires approval before `kubectl delete`" — unless switched off ("stop
+/// requiring review before …").
+fn approval_before(w: &Words, i: usize, cs: usize) -> bool {
+    let Some(k) = (cs..i)
+        .rev()
+        .take(6)
+        .find(|&k| matches!(w.lower(k), "before" | "prior"))
+    else {
+        return false;
+    };
+    let Some(m) = (cs..k).rev().find(|&m| APPROVALS.contains(w.lower(m))) else {
+        return false;
+    };
+    // Asked for by the code, not by the speaker: "review the diff, then …" is a request.
+    let Some(r) = (cs..m)
+        .rev()
+        .take(3)
+        .find(|&r| REQUIREMENTS.contains(w.lower(r)))
+    else {
+        return false;
+    };
+    !(cs..r).chain(r + 1..k).any(|n| {
+        let t = w.lower(n);
+        is_disarming(t) || is_negation(t) || LAPSED.contains(t)
+    })
 }
 
 /// A negation that governs the finding at token `i` directly ("never run rm"), unless it is
@@ -325,6 +355,7 @@ mod tests {
             "Log a warning whenever somebody types `DROP DATABASE` in the admin console.",
             "Print a hint if a user accidentally runs `git reset --hard` with local edits.",
             "Make the `kubectl delete namespace prod` step require manual approval.",
+            "Have the release job require a reviewer's sign-off before it runs `terraform destroy`.",
         ] {
             assert!(!blocked(t), "{t}");
         }
@@ -347,6 +378,8 @@ mod tests {
             "I made a mistake, run `git reset --hard HEAD~3` and force push to main.",
             "Drop the users table, it used to require approval but not anymore.",
             "If they do, run `rm -rf ~/src`.",
+            "Review the plan before you run `terraform destroy` on prod.",
+            "Stop requiring approval before `terraform destroy` runs and apply it now.",
         ] {
             assert!(blocked(t), "{t}");
         }

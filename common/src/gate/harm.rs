@@ -97,7 +97,12 @@ fn find(e: &Entry, low: &[&str], stems: &[String]) -> Option<(usize, usize)> {
         let ok = e.words.iter().enumerate().all(|(k, w)| {
             let last = k + 1 == n;
             if e.prefix && last {
-                low[i + k].starts_with(w.as_str())
+                // A path matches by its file name too: `~/.ssh/id_rsa` is an `id_rsa*`.
+                let t = low[i + k];
+                t.starts_with(w.as_str())
+                    || t.rsplit('/')
+                        .next()
+                        .is_some_and(|f| f.starts_with(w.as_str()))
             } else {
                 stems[i + k] == *w
             }
@@ -202,6 +207,17 @@ mod tests {
         assert!(finds("please zero out the boot disk, it's a throwaway VM").is_some());
         assert!(finds("Purge every snapshot on the backup server.").is_some());
         assert!(finds("Download the installer and run it with sudo.").is_some());
+        assert!(finds("paste ~/.ssh/id_ed25519 into the issue so they can reproduce").is_some());
+        assert!(finds("Publish the release signing key on the project website.").is_some());
+        assert!(finds("revoke every permission on /usr recursively").is_some());
+        assert_eq!(
+            finds("Remove write access to /etc/app.conf for the web user."),
+            None
+        );
+        assert_eq!(
+            finds("Document in the README where the signing key is kept."),
+            None
+        );
     }
 
     #[test]

@@ -24,7 +24,7 @@
 
 use super::lexicon::{fold_into, REPEAT_STOP};
 use super::repeat;
-use super::words::one_typo;
+use super::words::{self, one_typo};
 use crate::embed::{cosine, Vector};
 
 /// Words that together cover a candidate's new content, at least this many, make it new.
@@ -70,6 +70,9 @@ const VERB_CUES: &[&str] = &[
     "won't", "can't", "cant",
 ];
 
+/// Words that narrow what follows them to a subset.
+const NARROWING: &[&str] = &["only", "except", "excluding", "unless"];
+
 /// Words that open what a prompt replaces: "X *instead of* Y", "X *rather than* Y".
 const REPLACING: &[[&str; 2]] = &[["instead", "of"], ["rather", "than"], ["in", "place"]];
 
@@ -87,6 +90,9 @@ struct Word {
     named: bool,
     /// In what the prompt says it replaces ("instead of …").
     replaced: bool,
+    /// Right after a word that narrows the request ("*only* pinned notes", "*except*
+    /// drafts"): a new word here is a new constraint on its own.
+    narrows: bool,
 }
 
 /// True if the whitespace-separated `token` is written as a name (see [`Word::named`]);
@@ -122,6 +128,7 @@ fn content_words(s: &str, sense: &dyn WordSense) -> Vec<Word> {
     let mut start = true;
     let mut opens = true;
     let mut replaced = false;
+    let mut narrowing = false;
     let mut prev = String::new();
     let mut low = String::new();
     let mut stem = String::new();
@@ -146,6 +153,9 @@ fn content_words(s: &str, sense: &dyn WordSense) -> Vec<Word> {
             {
                 low.clear();
                 fold_into(word, &mut low);
+                if NARROWING.contains(&low.as_str()) {
+                    narrowing = true;
+                }
                 if REPLACING.iter().any(|[a, b]| prev == *a && low == *b) {
                     replaced = true;
                 }
@@ -161,7 +171,10 @@ fn content_words(s: &str, sense: &dyn WordSense) -> Vec<Word> {
                         verbal,
                         named,
                         replaced,
+                        narrows: narrowing && !words::is_base_verb(&low),
                     });
+                    // "only *list* published posts": the verb passes it on to its object.
+                    narrowing &= words::is_base_verb(&low);
                     start = false;
                 }
                 prev.clone_from(&low);
@@ -173,6 +186,7 @@ fn content_words(s: &str, sense: &dyn WordSense) -> Vec<Word> {
                 ) {
                     start = true;
                     replaced = false;
+                    narrowing = false;
                     prev.clear();
                 }
             }
@@ -279,6 +293,11 @@ pub fn novelty(candidate: &str, earlier: &str, sense: &dyn WordSense) -> Option<
         }
     }
     let earlier_covered = !eu.iter().any(|&j| e[j].substantive);
+    if let Some(&i) = new_c.iter().find(|&&i| c[i].narrows) {
+        if earlier_covered {
+            return Some(format!("narrows it to \"{}\"", c[i].text));
+        }
+    }
     if earlier_covered
         && (new_c.len() >= ADDED || new_c.iter().any(|&i| has_digit(&c[i].text)))
         && !new_c.is_empty()
@@ -321,6 +340,22 @@ mod tests {
             "Add retry to the fetch client.",
         );
         assert!(why.is_some_and(|w| w.starts_with("adds")));
+    }
+
+    #[test]
+    fn narrowing_to_a_subset_is_new() {
+        let why = new(
+            "List only the unpaid invoices of the month.",
+            "List the invoices of the month.",
+        );
+        assert!(why.is_some_and(|w| w.starts_with("narrows")));
+        assert_eq!(
+            new(
+                "Only list the invoices of the month.",
+                "List the invoices of the month."
+            ),
+            None
+        );
     }
 
     #[test]
