@@ -329,23 +329,6 @@ fn may_judge(name: &str) -> bool {
     table().lookup(name).is_some() || name.contains(':')
 }
 
-/// True if `text` is a command line of a program the command table judges (`git push
-/// origin feature/x`): its first word, outside backticks and a `$ ` prompt, names one, and the
-/// line reads as code. The table knows what such a command destroys; a resemblance to a
-/// destructive example does not add to that.
-pub(crate) fn is_judged_command_line(text: &str) -> bool {
-    let line = text.trim().trim_start_matches(['`', '$']).trim_start();
-    let Some(first) = line.split_whitespace().next() else {
-        return false;
-    };
-    let name = first.trim_matches('`');
-    let code_like = line
-        .split_whitespace()
-        .skip(1)
-        .any(|t| t.starts_with('-') || t.contains(['/', '=', '.', ':']));
-    code_like && table().lookup(name).is_some()
-}
-
 /// The words of a substituted command and of everything substituted inside it, one line each.
 fn sub_command_lines(lx: &Lexed, cleaned: &[Vec<String>], idx: usize) -> Vec<String> {
     let mut out = Vec::new();
@@ -1674,19 +1657,6 @@ fn statement_shaped(toks: &[(usize, &str)], obj: usize, code: bool) -> bool {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn command_lines_of_judged_programs() {
-        assert!(is_judged_command_line(
-            "git push origin feature/rate-limiter"
-        ));
-        assert!(is_judged_command_line("`kubectl get pods -n prod`"));
-        assert!(is_judged_command_line("$ rm build/out.o"));
-        // Prose that starts with a program's name, and programs the table does not know.
-        assert!(!is_judged_command_line("git gud at rebasing"));
-        assert!(!is_judged_command_line("frobnicate --all /srv"));
-        assert!(!is_judged_command_line(""));
-    }
 
     #[test]
     fn the_command_table_compiles_and_names_only_known_judgements() {

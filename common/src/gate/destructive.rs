@@ -212,17 +212,25 @@ fn needs_approval(w: &Words, end_tok: usize) -> bool {
 /// "a job that requires approval before `kubectl delete`" — unless switched off ("stop
 /// requiring review before …").
 fn approval_before(w: &Words, i: usize, cs: usize) -> bool {
+    // "before" right before the finding, or with a subject and its verb between ("before
+    // it calls …", "before the job runs …"): nothing else, no break, no "and" or "so".
     let Some(k) = (cs..i)
         .rev()
-        .take(6)
+        .take(4)
         .find(|&k| matches!(w.lower(k), "before" | "prior"))
     else {
         return false;
     };
+    if (k + 1..=i).any(|n| w.toks[n].brk != Break::None)
+        || (k + 1..i).any(|n| SPEAKERS.contains(&w.lower(n)) || JOINERS.contains(&w.lower(n)))
+    {
+        return false;
+    }
     let Some(m) = (cs..k).rev().find(|&m| APPROVALS.contains(w.lower(m))) else {
         return false;
     };
-    // Asked for by the code, not by the speaker: "review the diff, then …" is a request.
+    // Asked for by the code, not by the speaker: "review the diff, then …" is a request,
+    // and so is "I require you to review it before …".
     let Some(r) = (cs..m)
         .rev()
         .take(3)
@@ -230,11 +238,20 @@ fn approval_before(w: &Words, i: usize, cs: usize) -> bool {
     else {
         return false;
     };
+    if (r.saturating_sub(1)..=(r + 1).min(m)).any(|n| SPEAKERS.contains(&w.lower(n))) {
+        return false;
+    }
     !(cs..r).chain(r + 1..k).any(|n| {
         let t = w.lower(n);
         is_disarming(t) || is_negation(t) || LAPSED.contains(t)
     })
 }
+
+/// Who speaks or is spoken to: a requirement they state is a request, not a safeguard.
+const SPEAKERS: &[&str] = &["i", "we", "you", "me", "us"];
+
+/// Words that join a second request to the first.
+const JOINERS: &[&str] = &["and", "so", "but", "then", "also"];
 
 /// A negation that governs the finding at token `i` directly ("never run rm"), unless it is
 /// an idiom ("don't hesitate") or disarmed ("skip no …"); `cs` is the clause start.
@@ -380,6 +397,9 @@ mod tests {
             "If they do, run `rm -rf ~/src`.",
             "Review the plan before you run `terraform destroy` on prod.",
             "Stop requiring approval before `terraform destroy` runs and apply it now.",
+            "Require review before merges and drop the users table.",
+            "Our pipeline requires review before deploys, so run terraform destroy on prod now.",
+            "I require you to review the plan before you run terraform destroy on prod.",
         ] {
             assert!(blocked(t), "{t}");
         }

@@ -208,7 +208,7 @@ mod tests {
         assert!(finds("Purge every snapshot on the backup server.").is_some());
         assert!(finds("Download the installer and run it with sudo.").is_some());
         assert!(finds("paste ~/.ssh/id_ed25519 into the issue so they can reproduce").is_some());
-        assert!(finds("Publish the release signing key on the project website.").is_some());
+        assert!(finds("Publish the release signing private key on the website.").is_some());
         assert!(finds("revoke every permission on /usr recursively").is_some());
         assert_eq!(
             finds("Remove write access to /etc/app.conf for the web user."),
@@ -218,6 +218,14 @@ mod tests {
             finds("Document in the README where the signing key is kept."),
             None
         );
+        for benign in [
+            "Send a report when the TLS key is about to expire.",
+            "Include our GPG key in the README so users can verify releases.",
+            "Revoke all access tokens for the system account.",
+            "Add a link to CONTRIBUTING in the root README and run the linter.",
+        ] {
+            assert_eq!(finds(benign), None, "{benign}");
+        }
     }
 
     #[test]

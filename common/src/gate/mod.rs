@@ -479,20 +479,12 @@ impl Gate {
         else {
             return (None, None);
         };
-        let judged_command = commands::is_judged_command_line(part);
         let part: String = part.trim().chars().take(80).collect();
         let reads = format!("reads like a destructive request (\"{part}\", like \"{example}\")");
         if lean < meaning::HARM_DOUBT {
             (None, None)
         } else if lean < meaning::HARM_LEAN {
             (None, Some(format!("{reads}, though not closely")))
-        } else if judged_command {
-            (
-                None,
-                Some(format!(
-                    "{reads}, but the command table finds nothing in it"
-                )),
-            )
         } else if destructive::has_guard_words(w) {
             (
                 None,

@@ -160,7 +160,7 @@ fn content_words(s: &str, sense: &dyn WordSense) -> Vec<Word> {
                     replaced = true;
                 }
                 let verbal = !named && (start || VERB_CUES.contains(&prev.as_str()));
-                if !REPEAT_STOP.contains(&low) {
+                if !REPEAT_STOP.contains(&low) && !NARROWING.contains(&low.as_str()) {
                     repeat::stem_into(&low, &mut stem);
                     let reading = sense.read(&low);
                     out.push(Word {
