@@ -11,8 +11,8 @@ use super::intent;
 use super::lexicon::{
     WordSet, APPROVALS, CASE_ACTORS, CASE_CONNECTIVES, CASE_VERBS, CHECKS, CHECK_CONNECTIVES,
     CHECK_PREFIXES, CODE_CONTEXT, CODE_EDITS, CODE_FILLER, DISARMING, DOCS, DOC_CONNECTIVES,
-    GUARDS, GUARD_FILLER, GUARD_PREFIXES, IDIOMS, LAPSED, MENTIONS, NEGATIONS, PASSIVE_AUX,
-    PASSIVE_GUARDS, REQUIREMENTS,
+    GUARDS, GUARD_FILLER, GUARD_PREFIXES, IDIOMS, JOINERS, LAPSED, MENTIONS, NEGATIONS,
+    PASSIVE_AUX, PASSIVE_GUARDS, REQUIREMENTS, SPEAKERS,
 };
 use super::words::{Break, Words};
 
@@ -222,7 +222,7 @@ fn approval_before(w: &Words, i: usize, cs: usize) -> bool {
         return false;
     };
     if (k + 1..=i).any(|n| w.toks[n].brk != Break::None)
-        || (k + 1..i).any(|n| SPEAKERS.contains(&w.lower(n)) || JOINERS.contains(&w.lower(n)))
+        || (k + 1..i).any(|n| SPEAKERS.contains(w.lower(n)) || JOINERS.contains(w.lower(n)))
     {
         return false;
     }
@@ -238,7 +238,7 @@ fn approval_before(w: &Words, i: usize, cs: usize) -> bool {
     else {
         return false;
     };
-    if (r.saturating_sub(1)..=(r + 1).min(m)).any(|n| SPEAKERS.contains(&w.lower(n))) {
+    if (r.saturating_sub(1)..=(r + 1).min(m)).any(|n| SPEAKERS.contains(w.lower(n))) {
         return false;
     }
     !(cs..r).chain(r + 1..k).any(|n| {
@@ -246,12 +246,6 @@ fn approval_before(w: &Words, i: usize, cs: usize) -> bool {
         is_disarming(t) || is_negation(t) || LAPSED.contains(t)
     })
 }
-
-/// Who speaks or is spoken to: a requirement they state is a request, not a safeguard.
-const SPEAKERS: &[&str] = &["i", "we", "you", "me", "us"];
-
-/// Words that join a second request to the first.
-const JOINERS: &[&str] = &["and", "so", "but", "then", "also"];
 
 /// A negation that governs the finding at token `i` directly ("never run rm"), unless it is
 /// an idiom ("don't hesitate") or disarmed ("skip no …"); `cs` is the clause start.

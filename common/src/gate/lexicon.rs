@@ -541,6 +541,10 @@ lists! {
     CASE_VERBS = "destructive.case_verbs";
     REQUIREMENTS = "destructive.requirements";
     APPROVALS = "destructive.approvals";
+    /// Who speaks or is spoken to: a requirement they state is a request.
+    SPEAKERS = "destructive.speakers";
+    /// Words that join a second request to the first.
+    JOINERS = "destructive.joiners";
     LAPSED = "destructive.lapsed";
 
     // mood.toml: reports of finished work.
