@@ -153,14 +153,14 @@ fn content_words(s: &str, sense: &dyn WordSense) -> Vec<Word> {
             {
                 low.clear();
                 fold_into(word, &mut low);
-                if NARROWING.contains(&low.as_str()) {
-                    narrowing = true;
-                }
+                let narrows = NARROWING.contains(&low.as_str());
+                narrowing |= narrows;
                 if REPLACING.iter().any(|[a, b]| prev == *a && low == *b) {
                     replaced = true;
                 }
                 let verbal = !named && (start || VERB_CUES.contains(&prev.as_str()));
-                if !REPEAT_STOP.contains(&low) && !NARROWING.contains(&low.as_str()) {
+                if !REPEAT_STOP.contains(&low) && !narrows {
+                    let base_verb = words::is_base_verb(&low);
                     repeat::stem_into(&low, &mut stem);
                     let reading = sense.read(&low);
                     out.push(Word {
@@ -171,10 +171,10 @@ fn content_words(s: &str, sense: &dyn WordSense) -> Vec<Word> {
                         verbal,
                         named,
                         replaced,
-                        narrows: narrowing && !words::is_base_verb(&low),
+                        narrows: narrowing && !base_verb,
                     });
                     // "only *list* published posts": the verb passes it on to its object.
-                    narrowing &= words::is_base_verb(&low);
+                    narrowing &= base_verb;
                     start = false;
                 }
                 prev.clone_from(&low);
