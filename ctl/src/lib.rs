@@ -282,6 +282,10 @@ pub enum Command {
         /// doubt passes, with the doubt shown.
         #[arg(long)]
         model_url: Option<String>,
+        /// The model name sent with the second-opinion request, for servers that serve
+        /// several (the coordinator's `model.name`). Default: none, the server's own.
+        #[arg(long, requires = "model_url")]
+        model: Option<String>,
     },
 }
 
@@ -320,6 +324,7 @@ async fn command(cli: Cli) -> anyhow::Result<ExitCode> {
         other_projects,
         gate_model,
         model_url,
+        model,
     } = &cli.command
     {
         let checked = validate(
@@ -331,7 +336,7 @@ async fn command(cli: Cli) -> anyhow::Result<ExitCode> {
                 .as_deref()
                 .map(karl_common::gate::ModelSetting::parse)
                 .unwrap_or_default(),
-            model_url.as_deref(),
+            model_url.as_deref().map(|url| (url, model.as_deref())),
         )
         .await;
         let (verdict, opinion) = match checked {
@@ -740,7 +745,7 @@ async fn validate(
     project: Option<&str>,
     others: Option<&std::path::Path>,
     gate_model: &karl_common::gate::ModelSetting,
-    model_url: Option<&str>,
+    opinion_from: Option<(&str, Option<&str>)>,
 ) -> anyhow::Result<(
     karl_common::gate::Verdict,
     Option<karl_common::gate::opinion::Opinion>,
@@ -776,8 +781,8 @@ async fn validate(
     };
     let mut verdict = gate.check(prompt, &ctx);
     let mut opinion = None;
-    if let (true, Some(url)) = (verdict.doubtful(), model_url) {
-        let o = offline::second_opinion(url, prompt).await;
+    if let (true, Some((url, model))) = (verdict.doubtful(), opinion_from) {
+        let o = offline::second_opinion(url, model, prompt).await;
         verdict = o.apply(&verdict);
         opinion = Some(o);
     }

@@ -180,17 +180,24 @@ pub fn plan_request(
 const OPINION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The second opinion of the model server at `base_url` (OpenAI-compatible, e.g.
-/// `http://127.0.0.1:8100/v1`) on `prompt`. A failed call counts as destructive, as in the
-/// engine.
-pub async fn second_opinion(base_url: &str, prompt: &str) -> karl_common::gate::opinion::Opinion {
+/// `http://127.0.0.1:8100/v1`) on `prompt`, asking for `model` when given (else the server
+/// picks). A failed call counts as destructive, as in the engine.
+pub async fn second_opinion(
+    base_url: &str,
+    model: Option<&str>,
+    prompt: &str,
+) -> karl_common::gate::opinion::Opinion {
     use karl_common::gate::opinion::{self, Opinion};
     let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
-    let body = serde_json::json!({
+    let mut body = serde_json::json!({
         "messages": opinion::request(prompt),
         "temperature": 0.0,
         "max_tokens": opinion::MAX_TOKENS,
         "stream": false,
     });
+    if let Some(model) = model {
+        body["model"] = model.into();
+    }
     let call = async {
         let client = reqwest::Client::builder()
             .timeout(OPINION_TIMEOUT)

@@ -52,6 +52,7 @@ async fn validate_asks_the_model_only_in_doubt_and_blocks_unless_it_says_safe() 
     assert_eq!(v["second_opinion"], "not destructive");
     let asked = &stub.requests()[0];
     assert_eq!(asked["temperature"], 0.0);
+    assert!(asked.get("model").is_none(), "{asked:#}");
     assert!(asked["messages"][1]["content"]
         .as_str()
         .unwrap()
@@ -75,6 +76,26 @@ async fn validate_asks_the_model_only_in_doubt_and_blocks_unless_it_says_safe() 
         );
     }
     assert_eq!(stub.request_count(), 4);
+
+    // A named model is asked for by name.
+    let out = ctl(
+        &scratch,
+        None,
+        None,
+        &[
+            "--json",
+            "validate",
+            "--gate-model",
+            "off",
+            "--model-url",
+            &url,
+            "--model",
+            "qwen-judge",
+            DOUBTFUL,
+        ],
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(stub.requests()[4]["model"], "qwen-judge");
 
     // Nothing listening: a failed call, so blocked.
     let out = validate(&scratch, "http://127.0.0.1:9/v1", DOUBTFUL);
