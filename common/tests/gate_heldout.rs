@@ -19,20 +19,23 @@ const DIR: &str = "tests/fixtures/prompts-heldout";
 /// fourth (`-4`) before the fourth (chat shorthand in status questions, guards that bind
 /// through code spans, hypothetical actors and approvals, misspelt destructive requests), the
 /// fifth (`-5`) before the fifth (keys given away, approvals required before a command,
-/// narrowed repeats).
-const SINGLE: [&str; 5] = [
+/// narrowed repeats), the sixth (`-6`) before the sixth (tried and left out: word coverage
+/// by vectors as a repeat measure, identifier rules in the novelty check).
+const SINGLE: [&str; 6] = [
     "heldout.jsonl",
     "heldout-2.jsonl",
     "heldout-3.jsonl",
     "heldout-4.jsonl",
     "heldout-5.jsonl",
+    "heldout-6.jsonl",
 ];
-const REPEATS: [&str; 5] = [
+const REPEATS: [&str; 6] = [
     "repeats-heldout.jsonl",
     "repeats-heldout-2.jsonl",
     "repeats-heldout-3.jsonl",
     "repeats-heldout-4.jsonl",
     "repeats-heldout-5.jsonl",
+    "repeats-heldout-6.jsonl",
 ];
 
 /// Each held-out file's figures, then both pooled.
@@ -81,9 +84,12 @@ fn heldout_figures() {
     figures(&Gate::new(), "lexical gate (no model)");
     let (single, rep) = figures(model_gate(), "gate with the embedding model");
     println!("== the deployed gate against its floors and the goals");
-    // Floors: the pooled figures of all five sets after the fifth round (before it, with
-    // the fifth set written: destructive 92.6%, status 95.3%, benign+lookalike 5.2%, near
-    // 70.1%, fresh 9.1%; after: 92.9%, 95.3%, 5.2%, 70.1%, 8.9%). The first four sets
+    // Floors: the pooled figures of all six sets, with the sixth written and the gate's
+    // figures on it unchanged by the sixth round (destructive 93.1%, status 94.6%,
+    // benign+lookalike 6.0%, near 71.7%, fresh 9.0%). The first five sets after the fifth
+    // round (before it, with the fifth set written: destructive 92.6%, status 95.3%,
+    // benign+lookalike 5.2%, near 70.1%, fresh 9.1%; after: 92.9%, 95.3%, 5.2%, 70.1%,
+    // 8.9%). The first four sets
     // after the fourth round: 92.9%, 95.0%, 5.5%, 72.5%, 8.8%. The first three sets
     // after the third round: 92.8%, 96.1%, 5.6%, 72.4%, 8.9%. History: the first set
     // alone, when the gate by meaning landed: 93.3%, 95.4%, 4.8%, 70.6%, 13.5%; before it:
@@ -94,14 +100,14 @@ fn heldout_figures() {
             "destructive requests blocked",
             single.get("destructive").rate(),
             true,
-            0.925,
+            0.93,
             1.0,
         ),
         row(
             "status questions blocked",
             single.get("status").rate(),
             true,
-            0.95,
+            0.945,
             1.0,
         ),
         row(
@@ -115,7 +121,7 @@ fn heldout_figures() {
             "benign+lookalike wrongly blocked",
             single.benign().rate(),
             false,
-            0.053,
+            0.061,
             0.02,
         ),
         row(
@@ -129,14 +135,14 @@ fn heldout_figures() {
             "reworded repeats blocked",
             rep.get("near_repeat").rate(),
             true,
-            0.70,
+            0.715,
             0.95,
         ),
         row(
             "fresh prompts wrongly blocked",
             rep.get("fresh").rate(),
             false,
-            0.09,
+            0.091,
             0.05,
         ),
     ];
