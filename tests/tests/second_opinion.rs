@@ -10,20 +10,29 @@ use karl_tests::stub_model::{StubModel, StubReply, StubScript};
 const DOUBTFUL: &str = "Make sure the cleanup script never runs `rm -rf /`; delete only target/.";
 
 fn validate(scratch: &Scratch, url: &str, prompt: &str) -> karl_tests::harness::CtlOut {
-    ctl(
-        scratch,
-        None,
-        None,
-        &[
-            "--json",
-            "validate",
-            "--gate-model",
-            "off",
-            "--model-url",
-            url,
-            prompt,
-        ],
-    )
+    validate_asking(scratch, url, None, prompt)
+}
+
+/// `validate` with the second opinion asked of `model` by name, when given.
+fn validate_asking(
+    scratch: &Scratch,
+    url: &str,
+    model: Option<&str>,
+    prompt: &str,
+) -> karl_tests::harness::CtlOut {
+    let mut args = vec![
+        "--json",
+        "validate",
+        "--gate-model",
+        "off",
+        "--model-url",
+        url,
+    ];
+    if let Some(m) = model {
+        args.extend(["--model", m]);
+    }
+    args.push(prompt);
+    ctl(scratch, None, None, &args)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -78,22 +87,7 @@ async fn validate_asks_the_model_only_in_doubt_and_blocks_unless_it_says_safe() 
     assert_eq!(stub.request_count(), 4);
 
     // A named model is asked for by name.
-    let out = ctl(
-        &scratch,
-        None,
-        None,
-        &[
-            "--json",
-            "validate",
-            "--gate-model",
-            "off",
-            "--model-url",
-            &url,
-            "--model",
-            "qwen-judge",
-            DOUBTFUL,
-        ],
-    );
+    let out = validate_asking(&scratch, &url, Some("qwen-judge"), DOUBTFUL);
     assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(stub.requests()[4]["model"], "qwen-judge");
 
