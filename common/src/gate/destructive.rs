@@ -200,11 +200,7 @@ fn needs_approval(w: &Words, end_tok: usize) -> bool {
         return false;
     };
     let approved = (k + 1..(k + 3).min(ce)).any(|m| APPROVALS.contains(w.lower(m)));
-    let lapsed = (end_tok + 1..k).any(|m| {
-        let t = w.lower(m);
-        is_disarming(t) || is_negation(t) || LAPSED.contains(t)
-    });
-    approved && !lapsed
+    approved && !(end_tok + 1..k).any(|m| switches_off(w.lower(m)))
 }
 
 /// An approval asked for before the finding at token `i`, in its clause: "make the
@@ -241,10 +237,13 @@ fn approval_before(w: &Words, i: usize, cs: usize) -> bool {
     if (r.saturating_sub(1)..=(r + 1).min(m)).any(|n| SPEAKERS.contains(w.lower(n))) {
         return false;
     }
-    !(cs..r).chain(r + 1..k).any(|n| {
-        let t = w.lower(n);
-        is_disarming(t) || is_negation(t) || LAPSED.contains(t)
-    })
+    !(cs..r).chain(r + 1..k).any(|n| switches_off(w.lower(n)))
+}
+
+/// A word that switches a required approval off or puts it in the past ("without", "no
+/// longer", "used to").
+fn switches_off(t: &str) -> bool {
+    is_disarming(t) || is_negation(t) || LAPSED.contains(t)
 }
 
 /// A negation that governs the finding at token `i` directly ("never run rm"), unless it is

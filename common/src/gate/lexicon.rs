@@ -351,13 +351,15 @@ impl<T: Copy + Send + Sync> Classes<T> {
         if w.chars().count() < 4 || !w.chars().all(|c| c.is_ascii_lowercase()) {
             return None;
         }
-        self.map()
+        // The map is sorted: only the words with `w`'s first letter are read.
+        let map = self.map();
+        let first = w.as_bytes()[0];
+        let from = map.partition_point(|(x, _)| x.as_bytes().first() < Some(&first));
+        map[from..]
             .iter()
+            .take_while(|(x, _)| x.as_bytes().first() == Some(&first))
             .find(|(x, _)| {
-                x.len() >= 5
-                    && x.len().abs_diff(w.len()) <= 1
-                    && x.as_bytes()[0] == w.as_bytes()[0]
-                    && super::words::one_slip(w, x)
+                x.len() >= 5 && x.len().abs_diff(w.len()) <= 1 && super::words::one_slip(w, x)
             })
             .map(|(x, class)| (*class, *x))
     }

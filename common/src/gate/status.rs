@@ -108,10 +108,13 @@ fn expand<'a>(w: &'a str, out: &mut Vec<&'a str>) {
             out.push(word);
         } else if STATUS_RUN_ON_IS.contains(w) {
             out.extend([&w[..w.len() - 1], "is"]);
-        } else if let Some(word) = STATUS_TYPO_TARGETS
-            .iter()
-            .filter(|_| w.len() >= 6)
-            .find(|t| t.len().abs_diff(w.len()) <= 1 && *t != w && words::one_slip(w, t))
+        } else if let Some(word) = (w.len() >= 6)
+            .then(|| {
+                STATUS_TYPO_TARGETS
+                    .iter()
+                    .find(|t| t.len().abs_diff(w.len()) <= 1 && *t != w && words::one_slip(w, t))
+            })
+            .flatten()
         {
             out.push(word);
         } else {
