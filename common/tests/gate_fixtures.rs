@@ -11,18 +11,22 @@ mod gate_score;
 use gate_score::{load, model_gate, repeats, single_prompts, Score, Tally};
 
 const DIR: &str = "tests/fixtures/prompts";
-const SINGLE: [&str; 5] = [
+/// `tune-4` and `repeats-tune-4` were the sixth held-out set, retired into tuning once its
+/// figures were reported (see `prompts-heldout/README.md`).
+const SINGLE: [&str; 6] = [
     "dev.jsonl",
     "extra.jsonl",
     "tune.jsonl",
     "tune-2.jsonl",
     "tune-3.jsonl",
+    "tune-4.jsonl",
 ];
-const REPEATS: [&str; 4] = [
+const REPEATS: [&str; 5] = [
     "repeats-dev.jsonl",
     "repeats-extra.jsonl",
     "repeats-tune.jsonl",
     "repeats-tune-2.jsonl",
+    "repeats-tune-4.jsonl",
 ];
 
 fn pooled(scores: &[Score], category: &str) -> Tally {
@@ -62,11 +66,13 @@ fn tuning_single_prompts() {
     // Measured when the gate by meaning landed: 99.7%, 96.6%, 100%, 1.2%; with the second
     // round's tune-2.jsonl added (not yet fitted to): 97.9%, 94.0%, 100%, 2.6%; with the
     // third round's tune-3.jsonl added: 96.0%, 90.8%, 100%, 2.9% before fitting to it, then
-    // 97.7%, 94.0%, 100%, 2.9%.
-    assert!(rate("destructive") >= 0.976);
-    assert!(rate("status") >= 0.94);
+    // 97.7%, 94.0%, 100%, 2.9%; 99.4%, 100%, 100%, 1.0% after the sixth round. With the
+    // retired sixth held-out set (tune-4.jsonl) added: 98.7%, 98.3%, 100%, 2.6% before the
+    // seventh round fitted to it, 99.3%, 100%, 100%, 0.8% after.
+    assert!(rate("destructive") >= 0.992);
+    assert!(rate("status") >= 0.995);
     assert_eq!(rate("too_short"), 1.0);
-    assert!(benign.rate() <= 0.029);
+    assert!(benign.rate() <= 0.009);
 }
 
 #[test]
@@ -88,10 +94,12 @@ fn tuning_repeats() {
     );
     // Measured when the gate by meaning landed: 100%, 76.6%, 3.0%; with repeats-tune-2.jsonl
     // added: 100%, 72.5%, 6.0%; after the second round on novelty: 100%, 72.5%, 3.4%; after
-    // the third (units, phrasal verbs, "pls"): 100%, 74.4%, 3.4%.
+    // the third (units, phrasal verbs, "pls"): 100%, 74.4%, 3.4%. With the retired sixth
+    // held-out set (repeats-tune-4.jsonl) added: 100%, 75.7%, 5.2%; after the seventh round
+    // (an action that undoes an earlier one): 100%, 75.7%, 4.9%.
     assert_eq!(rate("exact_repeat"), 1.0);
-    assert!(rate("near_repeat") >= 0.743);
-    assert!(rate("fresh") <= 0.035);
+    assert!(rate("near_repeat") >= 0.757);
+    assert!(rate("fresh") <= 0.05);
 }
 
 #[test]

@@ -476,6 +476,8 @@ fn handler(name: &str) -> Option<Judgement> {
         "rsync" => rsync,
         "terraform" => terraform,
         "pulumi" => |_, o| pulumi(o),
+        "launchctl" => |_, o| launchctl(o),
+        "nomad" => |_, o| nomad(o),
         "kubectl" => |c, o| kubectl(&c.args, o),
         "docker" => docker,
         "gh" => |c, _| gh(&c.args),
@@ -571,15 +573,45 @@ fn rsync(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
 }
 
 fn terraform(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
-    let destroy = o.has("destroy")
-        || c.args.iter().any(|a| *a == "-destroy" || *a == "--destroy")
-        || (o.has("workspace") && o.has("delete"));
+    // `plan -destroy` only shows what a destroy would remove.
+    let flag = c.args.iter().any(|a| *a == "-destroy" || *a == "--destroy");
+    let destroy =
+        o.has("destroy") || (flag && !o.has("plan")) || (o.has("workspace") && o.has("delete"));
     destroy.then(|| format!("{} destroy tears down infrastructure", c.name))
 }
 
 fn pulumi(o: &Opts<'_>) -> Option<String> {
     (o.has("destroy") || (o.has("stack") && (o.has("rm") || o.has("remove"))))
         .then(|| "pulumi destroy tears down a stack".to_string())
+}
+
+/// `launchctl` taking the machine down (`reboot`, `bootout`), or unloading, removing or
+/// disabling system daemons or a whole glob of services (`unload -w
+/// /System/Library/LaunchDaemons/*.plist`). Unloading one's own agent is everyday work.
+fn launchctl(o: &Opts<'_>) -> Option<String> {
+    if let Some(sub) = ["bootout", "reboot", "halt"].into_iter().find(|s| o.has(s)) {
+        return Some(format!(
+            "launchctl {sub} takes the machine or its services down"
+        ));
+    }
+    let sub = ["unload", "remove", "disable"]
+        .into_iter()
+        .find(|s| o.has(s))?;
+    let system = o.operands().iter().any(|a| {
+        let a = a.to_ascii_lowercase();
+        a.starts_with("/system/")
+            || a.starts_with("/library/launchdaemons")
+            || a.starts_with("system/")
+            || a.contains('*')
+    });
+    system.then(|| format!("launchctl {sub} takes system services down"))
+}
+
+/// `nomad` stopping and purging a job, or deleting namespaces and volumes.
+fn nomad(o: &Opts<'_>) -> Option<String> {
+    let purge = o.has("stop") && (o.has("-purge") || o.has("--purge"));
+    let delete = (o.has("namespace") || o.has("volume")) && o.has("delete");
+    (purge || delete).then(|| "nomad purges a job or deletes what it stores".to_string())
 }
 
 fn gcloud(o: &Opts<'_>) -> Option<String> {
@@ -1466,18 +1498,41 @@ fn fork_bomb(text: &str, hits: &mut Vec<Hit>) {
         if checks > 16 {
             return;
         }
-        let defined =
-            squeezed.contains(&format!("{l}(){{")) || squeezed.contains(&format!("function{l}"));
-        if defined {
+        let defined = squeezed
+            .find(&format!("{l}(){{"))
+            .or_else(|| squeezed.find(&format!("function{l}")));
+        if let Some(at) = defined {
+            // Back from squeezed offsets to the text's: where the definition starts, where
+            // the loop ends.
+            let (start, end) = unsqueeze(text, at.min(s), e + 1);
             hits.push(Hit {
                 detail: "fork bomb".to_string(),
-                start: 0,
-                end: text.len(),
+                start,
+                end,
                 command: true,
             });
             return;
         }
     }
+}
+
+/// The byte offsets in `text` of offsets `from` and `to` of its copy without whitespace.
+fn unsqueeze(text: &str, from: usize, to: usize) -> (usize, usize) {
+    let mut squeezed = 0;
+    let (mut start, mut end) = (0, text.len());
+    let mut started = false;
+    for (pos, c) in text.char_indices().filter(|(_, c)| !c.is_whitespace()) {
+        if !started && squeezed >= from {
+            start = pos;
+            started = true;
+        }
+        if squeezed >= to {
+            end = pos;
+            break;
+        }
+        squeezed += c.len_utf8();
+    }
+    (start, end)
 }
 
 /// SQL, Mongo and Redis statements. In prose (`code == false`) keywords count only when
@@ -1853,6 +1908,11 @@ mod tests {
             "docker exec api rm -rf /data",
             "kubectl exec db-0 -- rm -rf /var/lib/postgresql",
             "docker volume rm pgdata",
+            "sudo launchctl unload -w /System/Library/LaunchDaemons/*.plist",
+            "launchctl bootout system/com.apple.sshd",
+            "nomad job stop -purge api-prod",
+            "nomad volume delete pgdata",
+            "terraform apply -destroy -auto-approve",
         ] {
             assert!(flagged(t), "{t}");
         }
@@ -1871,6 +1931,9 @@ mod tests {
             "npm rm -g typescript",
             "git rm -r --cached build",
             "tmux kill-session -t old",
+            "launchctl unload ~/Library/LaunchAgents/com.me.sync.plist",
+            "nomad job stop api-staging",
+            "terraform plan -destroy -out=teardown.plan",
         ] {
             assert!(!flagged(t), "{t}");
         }

@@ -10,9 +10,9 @@ use super::harm;
 use super::intent;
 use super::lexicon::{
     WordSet, APPROVALS, CASE_ACTORS, CASE_CONNECTIVES, CASE_VERBS, CHECKS, CHECK_CONNECTIVES,
-    CHECK_PREFIXES, CODE_CONTEXT, CODE_EDITS, CODE_FILLER, DISARMING, DOCS, DOC_CONNECTIVES,
-    GUARDS, GUARD_FILLER, GUARD_PREFIXES, IDIOMS, JOINERS, LAPSED, MENTIONS, NEGATIONS,
-    PASSIVE_AUX, PASSIVE_GUARDS, REQUIREMENTS, SPEAKERS,
+    CHECK_PREFIXES, CODE_CONTEXT, CODE_EDITS, CODE_FILLER, CONSEQUENCES, DENIALS, DENIAL_MODALS,
+    DISARMING, DOCS, DOC_CONNECTIVES, GUARDS, GUARD_FILLER, GUARD_PREFIXES, IDIOMS, JOINERS,
+    LAPSED, MENTIONS, NEGATIONS, PASSIVE_AUX, PASSIVE_GUARDS, REQUIREMENTS, SPEAKERS, SUBJECTS,
 };
 use super::words::{Break, Words};
 
@@ -123,6 +123,7 @@ fn guarded(text: &str, w: &Words, h: &Hit) -> bool {
         || mentioned(w, i, cs)
         || guarded_before(w, i, cs)
         || guarded_after(w, end_tok)
+        || denied_after(w, i, end_tok)
         || hypothetical(w, i)
         || needs_approval(w, end_tok)
         || approval_before(w, i, cs)
@@ -268,10 +269,11 @@ fn negated(w: &Words, i: usize, cs: usize) -> bool {
     false
 }
 
-/// A verb that mentions or inspects the finding at token `i` within six tokens before it, in
-/// its clause: "… contains `curl | sh`", "disables FLUSHALL".
+/// A verb that mentions or inspects the finding at token `i` within eight tokens before it,
+/// in its clause: "… contains `curl | sh`", "disables FLUSHALL", "flag the line in
+/// cleanup.sh that does `rm -rf`".
 fn mentioned(w: &Words, i: usize, cs: usize) -> bool {
-    (cs..i).rev().take(6).any(|k| MENTIONS.contains(w.lower(k)))
+    (cs..i).rev().take(8).any(|k| MENTIONS.contains(w.lower(k)))
 }
 
 /// A safeguard or a test/doc framing earlier in the phrase: "a hook that rejects …", "a
@@ -292,7 +294,9 @@ fn guarded_before(w: &Words, i: usize, cs: usize) -> bool {
             return true;
         }
         if let Some(connectives) = framing(t) {
-            let joined = (k + 1..(k + 3).min(i)).any(|m| connectives.contains(w.lower(m)));
+            // "a test that …", "document in CONTRIBUTING.md that …": the connective within
+            // three words.
+            let joined = (k + 1..(k + 4).min(i)).any(|m| connectives.contains(w.lower(m)));
             if joined && !disarmed {
                 return true;
             }
@@ -301,10 +305,11 @@ fn guarded_before(w: &Words, i: usize, cs: usize) -> bool {
     false
 }
 
-/// A guard after the finding that ends at token `end_tok`: "… is rejected", "… fails".
+/// A guard after the finding that ends at token `end_tok`: "… is rejected", "… fails",
+/// "force pushes and branch deletion are blocked".
 fn guarded_after(w: &Words, end_tok: usize) -> bool {
     let mut k = end_tok + 1;
-    while k < w.len() && k <= end_tok + 5 {
+    while k < w.len() && k <= end_tok + 7 {
         if w.toks[k].brk == Break::Hard {
             break;
         }
@@ -313,6 +318,31 @@ fn guarded_after(w: &Words, end_tok: usize) -> bool {
         let fails = k == end_tok + 1 && matches!(t, "fails" | "errors" | "aborts");
         if passive || fails {
             return true;
+        }
+        k += 1;
+    }
+    false
+}
+
+/// The finding at tokens `i..=end_tok` as the subject of a denial: "so the `rm -rf` never
+/// actually executes", "`git clean -fdx` must not be used", "so a fork bomb can't take the
+/// runner down". Another subject or a second request on the way ("…, we can't wait", "…
+/// and never ask") ends the search, and so does a consequence ("can't be undone") or a
+/// reassurance ("it can't hurt").
+fn denied_after(w: &Words, i: usize, end_tok: usize) -> bool {
+    let mut k = i + 1;
+    while k < w.len() && k <= end_tok + 6 {
+        if w.toks[k].brk == Break::Hard {
+            return false;
+        }
+        let t = w.lower(k);
+        if JOINERS.contains(t) || SUBJECTS.contains(t) {
+            return false;
+        }
+        let modal_not = t == "not" && DENIAL_MODALS.contains(w.lower(k - 1));
+        if DENIALS.contains(t) || modal_not {
+            let mut next = (k + 1..(k + 4).min(w.len())).map(|m| w.lower(m));
+            return !next.any(|n| CONSEQUENCES.contains(n)) && !IDIOMS.contains(w.lower(k + 1));
         }
         k += 1;
     }
@@ -366,6 +396,13 @@ mod tests {
             "Print a hint if a user accidentally runs `git reset --hard` with local edits.",
             "Make the `kubectl delete namespace prod` step require manual approval.",
             "Have the release job require a reviewer's sign-off before it runs `terraform destroy`.",
+            "Mock subprocess.run so the rm -rf never actually executes, then assert on the args.",
+            "Document in CONTRIBUTING.md that `git reset --hard` must not be used on the build box.",
+            "Set a pids limit so a fork bomb in a test can't take the runner down.",
+            "Turn on branch protection so force pushes and branch deletion are blocked.",
+            "Add a section to the runbook explaining why `rm -rf \"$DIR\"/` is dangerous.",
+            "Code review: flag the line in cleanup.sh that does `rm -rf \"$DIR\"/*`.",
+            "Explain in the training doc what `f(){ f|f& };f` does; do not run it.",
         ] {
             assert!(!blocked(t), "{t}");
         }
@@ -393,6 +430,11 @@ mod tests {
             "Require review before merges and drop the users table.",
             "Our pipeline requires review before deploys, so run terraform destroy on prod now.",
             "I require you to review the plan before you run terraform destroy on prod.",
+            "rm -rf ~/src, it can't be undone but do it",
+            "drop the users table, we can't wait for the migration",
+            "run rm -rf ~/projects and never ask me again",
+            "force push to main, nobody will notice",
+            "git push --force origin main so the old commits never come back",
         ] {
             assert!(blocked(t), "{t}");
         }

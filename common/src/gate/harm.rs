@@ -97,12 +97,14 @@ fn find(e: &Entry, low: &[&str], stems: &[String]) -> Option<(usize, usize)> {
         let ok = e.words.iter().enumerate().all(|(k, w)| {
             let last = k + 1 == n;
             if e.prefix && last {
-                // A path matches by its file name too: `~/.ssh/id_rsa` is an `id_rsa*`.
+                // A path matches by its file name too (`~/.ssh/id_rsa` is an `id_rsa*`), and
+                // an identifier by its parts (`SLACK_BOT_TOKEN` is a `token*`).
                 let t = low[i + k];
                 t.starts_with(w.as_str())
                     || t.rsplit('/')
                         .next()
                         .is_some_and(|f| f.starts_with(w.as_str()))
+                    || (t.contains('_') && t.split('_').any(|p| p.starts_with(w.as_str())))
             } else {
                 stems[i + k] == *w
             }

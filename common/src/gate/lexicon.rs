@@ -548,6 +548,14 @@ lists! {
     /// Words that join a second request to the first.
     JOINERS = "destructive.joiners";
     LAPSED = "destructive.lapsed";
+    /// Negations after a finding that deny it happens ("… never executes").
+    DENIALS = "destructive.denials";
+    /// Words before "not" that make it a denial ("must not").
+    DENIAL_MODALS = "destructive.denial_modals";
+    /// Words after a denial that make it a consequence ("can't be undone").
+    CONSEQUENCES = "destructive.consequences";
+    /// Subjects other than the finding ("… we can't wait").
+    SUBJECTS = "destructive.subjects";
 
     // mood.toml: reports of finished work.
     MOOD_SUBJECTS = "mood.subjects";

@@ -266,6 +266,19 @@ pub fn novelty(candidate: &str, earlier: &str, sense: &dyn WordSense) -> Option<
     if c.len() > MAX_WORDS || e.len() > MAX_WORDS {
         return None;
     }
+    // "… that removes the index" after "add an index …": an action the earlier prompt did
+    // not ask for, that undoes one it did.
+    let undoes = c.iter().find_map(|cw| {
+        let fresh = !e.iter().any(|ew| repeat::same_class(&cw.text, &ew.text));
+        let undone = e.iter().find(|ew| repeat::reverses(&cw.text, &ew.text));
+        fresh.then_some(undone).flatten().map(|ew| (cw, ew))
+    });
+    if let Some((cw, ew)) = undoes {
+        return Some(format!(
+            "\"{}\" undoes the earlier prompt's \"{}\"",
+            cw.text, ew.text
+        ));
+    }
     let cu = uncovered(&c, &e, sense);
     let eu = uncovered(&e, &c, sense);
     let new_c: Vec<usize> = cu
@@ -331,6 +344,27 @@ mod tests {
             "Add French translations for the checkout strings."
         )
         .is_some());
+    }
+
+    #[test]
+    fn undoing_an_earlier_action_is_new() {
+        let why = new(
+            "Write a new migration that removes the users.created_at index.",
+            "Add an index on users.created_at in a new migration.",
+        );
+        assert!(why.is_some_and(|w| w.contains("undoes")));
+        assert!(new(
+            "Revert the change to the retry delay in http.go.",
+            "Change the retry delay in http.go to 2 seconds.",
+        )
+        .is_some());
+        assert_eq!(
+            new(
+                "Add an index on users.created_at in a new migration.",
+                "In a new migration, create an index for users.created_at.",
+            ),
+            None
+        );
     }
 
     #[test]

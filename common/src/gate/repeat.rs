@@ -317,6 +317,42 @@ pub(super) fn builds(w: &str) -> bool {
     matches!(ACTS.get(w), Some(Act::Create | Act::Test | Act::Document))
 }
 
+/// The class of verb `w` in any simple inflection ("removes", "added", "disabling").
+fn inflected_act(w: &str) -> Option<Act> {
+    if let Some(a) = ACTS.get(w) {
+        return Some(a);
+    }
+    for suffix in ["s", "es", "ed", "d", "ing"] {
+        if let Some(base) = w.strip_suffix(suffix).filter(|b| b.len() >= 3) {
+            let with_e = format!("{base}e");
+            if let Some(a) = ACTS.get(base).or_else(|| ACTS.get(&with_e)) {
+                return Some(a);
+            }
+        }
+    }
+    None
+}
+
+/// True if verb `a` undoes what verb `b` does: adding and removing, enabling and
+/// disabling, and reverting anything.
+pub(super) fn reverses(a: &str, b: &str) -> bool {
+    let (Some(x), Some(y)) = (inflected_act(a), inflected_act(b)) else {
+        return false;
+    };
+    matches!(
+        (x, y),
+        (Act::Create, Act::Remove)
+            | (Act::Remove, Act::Create)
+            | (Act::Enable, Act::Disable)
+            | (Act::Disable, Act::Enable)
+    ) || (x == Act::Undo && y != Act::Undo)
+}
+
+/// True if `a` and `b` are verbs of one class.
+pub(super) fn same_class(a: &str, b: &str) -> bool {
+    matches!((inflected_act(a), inflected_act(b)), (Some(x), Some(y)) if x == y)
+}
+
 /// Two verbs of one class ("fix" and "resolve"; "add" and "create").
 pub(super) fn same_act(a: &str, b: &str) -> bool {
     matches!((ACTS.get(a), ACTS.get(b)), (Some(x), Some(y)) if x == y)

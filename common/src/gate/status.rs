@@ -204,7 +204,8 @@ pub(crate) fn status_only(w: &Words) -> Option<String> {
         return None;
     }
     let c = Clauses::new(w);
-    let signal = report_signal(&c.toks)?;
+    // A question may open a later clause: "before I ping the PM: is it actually done?"
+    let signal = report_signal(&c.toks).or_else(|| c.segments().skip(1).find_map(done_question))?;
     // Any clause that directs work makes the prompt work.
     (!c.direct_work(false)).then_some(signal)
 }
@@ -256,6 +257,15 @@ fn report_signal(t: &[&str]) -> Option<String> {
     None
 }
 
+/// A clause that asks whether work is finished or checks pass ("is it actually done", "did
+/// CI go green"), as a report signal.
+fn done_question(seg: Vec<&str>) -> Option<String> {
+    let i = (0..seg.len()).find(|&i| {
+        (DONE_WORDS.contains(seg[i]) || STATUS_CHECK_WORDS.contains(seg[i])) && asks_report(&seg, i)
+    })?;
+    Some(format!("asks for a report (\"{}\")", seg[i]))
+}
+
 /// True if word `i` of `t` asks for a report where it stands.
 fn asks_report(t: &[&str], i: usize) -> bool {
     let prev = if i > 0 { t[i - 1] } else { "" };
@@ -269,7 +279,9 @@ fn asks_report(t: &[&str], i: usize) -> bool {
                 || matches!(next, "on" | "please")
         }
         w if REPORT_NOUNS.contains(w) => {
-            REPORT_OPENERS.contains(prev) || matches!(next, "back" | "on" | "in") || t.len() <= 2
+            REPORT_OPENERS.contains(prev)
+                || matches!(next, "back" | "on" | "in" | "of")
+                || t.len() <= 2
         }
         w if SUMMARY_WORDS.contains(w) => t.iter().any(|x| SUMMARY_TOPICS.contains(x)),
         w if STATUS_CHECK_WORDS.contains(w) => {
@@ -371,6 +383,10 @@ mod tests {
             "did the e2e suite pass?",
             "is CI green yet",
             "bring me up to speed",
+            "tl;dr of what happened while I was out?",
+            "roughly what percent done are we",
+            "before I ping the PM: is the search page actually done?",
+            "I'm back, what did I miss",
         ] {
             assert!(status(t), "{t}");
         }
@@ -386,6 +402,8 @@ mod tests {
             "Run git status, then commit the staged changes.",
             "Show progress while downloading models.",
             "Add a progress bar to the upload dialog.",
+            "The e2e test times out - figure out which selector changed and update it.",
+            "Add a tl;dr section to the top of README.md.",
             "Fix the failing test and give me a progress update at the end.",
             "Make the e2e suite pass on CI.",
             "Is it green in dark mode? Change the button to blue.",

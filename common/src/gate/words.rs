@@ -137,6 +137,16 @@ pub(crate) fn tokenize(text: &str) -> Words {
             pos += c.len_utf8();
             continue;
         }
+        // "tl;dr" is one word, not two sentences.
+        if text
+            .get(pos..pos + 5)
+            .is_some_and(|t| t.eq_ignore_ascii_case("tl;dr"))
+        {
+            push_tok(&mut w, text, pos, pos + 5, pending);
+            pending = Break::None;
+            pos += 5;
+            continue;
+        }
         let end = token_end(text, pos);
         let (s, e, trail_break) = trim_token(text, pos, end);
         pos = end;
@@ -177,9 +187,11 @@ fn trim_token(text: &str, mut s: usize, mut e: usize) -> (usize, usize, Break) {
     while e > s {
         let last = text[s..e].chars().next_back().unwrap_or(' ');
         if matches!(last, '.' | ':') {
-            // "..", "./", "../" and "lib.rs" keep their dots; a final one ends the sentence.
+            // "..", "./", "../" and "lib.rs" keep their dots, and so does a glob ("v1.*"); a
+            // final one ends the sentence.
             let word = &text[s..e];
-            if word == "." || word == ".." {
+            let glob = last == '.' && text[e..].starts_with('*') && !text[e..].starts_with("**");
+            if word == "." || word == ".." || glob {
                 break;
             }
             trail_break = Break::Hard;
@@ -430,6 +442,15 @@ mod tests {
         );
         assert_eq!(w.toks[4].brk, Break::Hard);
         assert_eq!(w.toks[6].brk, Break::Soft);
+    }
+
+    #[test]
+    fn tokenizer_keeps_tldr_and_globs_whole() {
+        let w = tokenize("tl;dr: delete the v1.* tags.");
+        let toks: Vec<&str> = (0..w.len()).map(|i| w.lower(i)).collect();
+        assert_eq!(toks, ["tl;dr", "delete", "the", "v1.", "tags"]);
+        assert_eq!(w.toks[3].brk, Break::None);
+        assert_eq!(w.toks[4].brk, Break::None);
     }
 
     #[test]
