@@ -268,10 +268,18 @@ pub fn novelty(candidate: &str, earlier: &str, sense: &dyn WordSense) -> Option<
     }
     // "… that removes the index" after "add an index …": an action the earlier prompt did
     // not ask for, that undoes one it did.
-    let undoes = c.iter().find_map(|cw| {
-        let fresh = !e.iter().any(|ew| repeat::same_class(&cw.text, &ew.text));
-        let undone = e.iter().find(|ew| repeat::reverses(&cw.text, &ew.text));
-        fresh.then_some(undone).flatten().map(|ew| (cw, ew))
+    // Each word's verb class, read once.
+    let acts =
+        |ws: &[Word]| -> Vec<_> { ws.iter().map(|w| repeat::inflected_act(&w.text)).collect() };
+    let (ca, ea) = (acts(&c), acts(&e));
+    let undoes = c.iter().zip(&ca).find_map(|(cw, x)| {
+        let x = (*x)?;
+        let fresh = !ea.contains(&Some(x));
+        let undone = e
+            .iter()
+            .zip(&ea)
+            .find(|(_, y)| y.is_some_and(|y| repeat::reverses(x, y)));
+        fresh.then_some(undone).flatten().map(|(ew, _)| (cw, ew))
     });
     if let Some((cw, ew)) = undoes {
         return Some(format!(

@@ -195,7 +195,7 @@ impl Kind {
 
 /// What a prompt asks to do, as a class of verbs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Act {
+pub(super) enum Act {
     None,
     Create,
     Fix,
@@ -318,7 +318,7 @@ pub(super) fn builds(w: &str) -> bool {
 }
 
 /// The class of verb `w` in any simple inflection ("removes", "added", "disabling").
-fn inflected_act(w: &str) -> Option<Act> {
+pub(super) fn inflected_act(w: &str) -> Option<Act> {
     if let Some(a) = ACTS.get(w) {
         return Some(a);
     }
@@ -333,12 +333,9 @@ fn inflected_act(w: &str) -> Option<Act> {
     None
 }
 
-/// True if verb `a` undoes what verb `b` does: adding and removing, enabling and
-/// disabling, and reverting anything.
-pub(super) fn reverses(a: &str, b: &str) -> bool {
-    let (Some(x), Some(y)) = (inflected_act(a), inflected_act(b)) else {
-        return false;
-    };
+/// True if an action of class `x` undoes one of class `y`: adding and removing, enabling
+/// and disabling, and reverting anything.
+pub(super) fn reverses(x: Act, y: Act) -> bool {
     matches!(
         (x, y),
         (Act::Create, Act::Remove)
@@ -346,11 +343,6 @@ pub(super) fn reverses(a: &str, b: &str) -> bool {
             | (Act::Enable, Act::Disable)
             | (Act::Disable, Act::Enable)
     ) || (x == Act::Undo && y != Act::Undo)
-}
-
-/// True if `a` and `b` are verbs of one class.
-pub(super) fn same_class(a: &str, b: &str) -> bool {
-    matches!((inflected_act(a), inflected_act(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// Two verbs of one class ("fix" and "resolve"; "add" and "create").
