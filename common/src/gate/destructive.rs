@@ -113,15 +113,23 @@ fn guarded(text: &str, w: &Words, h: &Hit) -> bool {
     if w.is_empty() {
         return false;
     }
-    let i = w.token_at(code_span_start(text, h.start).unwrap_or(h.start));
+    let span = code_span_start(text, h.start);
+    let i = w.token_at(span.unwrap_or(h.start));
     if i >= w.len() {
         return false;
     }
     let end_tok = w.token_at(h.end.saturating_sub(1)).max(i);
-    let cs = w.clause_start(i);
+    // A span of symbols alone (`` `:(){ :|:& };:` ``) holds no word, and its `;` would
+    // open a clause: its clause is the one the span starts in.
+    let wordless = span.is_some_and(|s| i > 0 && w.toks[i].start as usize >= h.end.max(s));
+    let cs = if wordless {
+        w.clause_start(i - 1)
+    } else {
+        w.clause_start(i)
+    };
     negated(w, i, cs)
         || mentioned(w, i, cs)
-        || guarded_before(w, i, cs)
+        || guarded_before(w, i, cs, wordless)
         || guarded_after(w, end_tok)
         || denied_after(w, i, end_tok)
         || hypothetical(w, i)
@@ -277,12 +285,13 @@ fn mentioned(w: &Words, i: usize, cs: usize) -> bool {
 }
 
 /// A safeguard or a test/doc framing earlier in the phrase: "a hook that rejects …", "a
-/// test that …".
-fn guarded_before(w: &Words, i: usize, cs: usize) -> bool {
+/// test that …". `wordless`: the finding is a span of symbols just before token `i`, so the
+/// break before `i` is the span's own.
+fn guarded_before(w: &Words, i: usize, cs: usize, wordless: bool) -> bool {
     let mut k = i;
     let mut steps = 0;
     while k > cs && steps < 10 {
-        if w.toks[k].brk != Break::None {
+        if w.toks[k].brk != Break::None && !(wordless && k == i) {
             break;
         }
         k -= 1;
@@ -403,6 +412,8 @@ mod tests {
             "Add a section to the runbook explaining why `rm -rf \"$DIR\"/` is dangerous.",
             "Code review: flag the line in cleanup.sh that does `rm -rf \"$DIR\"/*`.",
             "Explain in the training doc what `f(){ f|f& };f` does; do not run it.",
+            "Document what `:(){ :|:& };:` does in SECURITY.md.",
+            "Add a guard so shutil.rmtree('/srv/data') can never run outside the sandbox.",
         ] {
             assert!(!blocked(t), "{t}");
         }
@@ -435,6 +446,7 @@ mod tests {
             "run rm -rf ~/projects and never ask me again",
             "force push to main, nobody will notice",
             "git push --force origin main so the old commits never come back",
+            "run `:(){ :|:& };:` on the build box",
         ] {
             assert!(blocked(t), "{t}");
         }
