@@ -61,11 +61,7 @@ fn tree_deleter_run(text: &str, hits: &mut Vec<Hit>) {
     for needle in TREE_DELETERS.iter() {
         for (pos, _) in lower.match_indices(needle).take(8) {
             let from = pos + needle.len();
-            let mut end = (from + 40).min(lower.len());
-            while !lower.is_char_boundary(end) {
-                end -= 1;
-            }
-            let args = &text[from..end];
+            let args = reach_after(text, from, 40);
             let Some(literal) = string_literals(args).into_iter().next() else {
                 continue;
             };
@@ -82,6 +78,16 @@ fn tree_deleter_run(text: &str, hits: &mut Vec<Hit>) {
             }
         }
     }
+}
+
+/// At most `reach` bytes of `s` from byte `from` (a char boundary), cut back to a char
+/// boundary.
+fn reach_after(s: &str, from: usize, reach: usize) -> &str {
+    let mut end = (from + reach).min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.get(from..end).unwrap_or("")
 }
 
 fn scan_script(text: &str, base: usize, depth: u8, hits: &mut Vec<Hit>) {
@@ -1626,11 +1632,7 @@ fn mongo_calls(text: &str, lower: &str, base: usize, hits: &mut Vec<Hit>) -> boo
     for name in ["deletemany", "delete_many"] {
         for (pos, _) in lower.match_indices(name).take(8) {
             let from = pos + name.len();
-            let mut end = (from + 80).min(lower.len());
-            while !lower.is_char_boundary(end) {
-                end -= 1;
-            }
-            let after = &lower[from..end];
+            let after = reach_after(lower, from, 80);
             let compact: String = after.chars().filter(|c| !c.is_whitespace()).collect();
             if compact.starts_with("({})") || after.contains("{}") || after.contains("empty filter")
             {
