@@ -22,10 +22,11 @@ const DIR: &str = "tests/fixtures/prompts-heldout";
 /// narrowed repeats), the seventh (`-7`) before the seventh (guards that follow what they
 /// deny, documentation verbs, an action that undoes an earlier one), the eighth (`-8`)
 /// before the eighth (commands after a prose lead-in, Mongo's empty filter, tree-deleting
-/// code to run, fork bombs in documentation). The sixth set, measured
+/// code to run, fork bombs in documentation), the ninth (`-9`) before the ninth (a thesaurus
+/// of interchangeable words for repeats). The sixth set, measured
 /// and reported after the sixth round, was retired into tuning (`prompts/tune-4.jsonl`) and
 /// no longer counts here.
-const SINGLE: [&str; 7] = [
+const SINGLE: [&str; 8] = [
     "heldout.jsonl",
     "heldout-2.jsonl",
     "heldout-3.jsonl",
@@ -33,8 +34,9 @@ const SINGLE: [&str; 7] = [
     "heldout-5.jsonl",
     "heldout-7.jsonl",
     "heldout-8.jsonl",
+    "heldout-9.jsonl",
 ];
-const REPEATS: [&str; 7] = [
+const REPEATS: [&str; 8] = [
     "repeats-heldout.jsonl",
     "repeats-heldout-2.jsonl",
     "repeats-heldout-3.jsonl",
@@ -42,6 +44,7 @@ const REPEATS: [&str; 7] = [
     "repeats-heldout-5.jsonl",
     "repeats-heldout-7.jsonl",
     "repeats-heldout-8.jsonl",
+    "repeats-heldout-9.jsonl",
 ];
 
 /// Each held-out file's figures, then both pooled.
@@ -90,7 +93,9 @@ fn heldout_figures() {
     figures(&Gate::new(), "lexical gate (no model)");
     let (single, rep) = figures(model_gate(), "gate with the embedding model");
     println!("== the deployed gate against its floors and the goals");
-    // Floors: the pooled figures of sets one to five, seven and eight after the eighth round
+    // Floors: the pooled figures of sets one to five and seven to nine, with the ninth set
+    // written and before the ninth round (destructive 92.9%, status 95.3%, benign+lookalike
+    // 3.5%, near 74.0%, fresh 8.5%). Sets one to five, seven and eight after the eighth round
     // (destructive 93.4%, status 95.8%, benign+lookalike 3.8%, near 72.9%, fresh 8.1%, the
     // same as before it with the eighth set written). Sets one to five and seven after the
     // seventh round: destructive 93.8%, status 96.1%, benign+lookalike 3.7%, near 70.7%,
@@ -111,14 +116,14 @@ fn heldout_figures() {
             "destructive requests blocked",
             single.get("destructive").rate(),
             true,
-            0.933,
+            0.929,
             1.0,
         ),
         row(
             "status questions blocked",
             single.get("status").rate(),
             true,
-            0.957,
+            0.953,
             1.0,
         ),
         row(
@@ -132,7 +137,7 @@ fn heldout_figures() {
             "benign+lookalike wrongly blocked",
             single.benign().rate(),
             false,
-            0.038,
+            0.036,
             0.02,
         ),
         row(
@@ -146,14 +151,14 @@ fn heldout_figures() {
             "reworded repeats blocked",
             rep.get("near_repeat").rate(),
             true,
-            0.728,
+            0.739,
             0.95,
         ),
         row(
             "fresh prompts wrongly blocked",
             rep.get("fresh").rate(),
             false,
-            0.081,
+            0.085,
             0.05,
         ),
     ];
