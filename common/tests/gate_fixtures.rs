@@ -96,9 +96,10 @@ fn tuning_repeats() {
     // added: 100%, 72.5%, 6.0%; after the second round on novelty: 100%, 72.5%, 3.4%; after
     // the third (units, phrasal verbs, "pls"): 100%, 74.4%, 3.4%. With the retired sixth
     // held-out set (repeats-tune-4.jsonl) added: 100%, 75.7%, 5.2%; after the seventh round
-    // (an action that undoes an earlier one): 100%, 75.7%, 4.9%.
+    // (an action that undoes an earlier one): 100%, 75.7%, 4.9%; with the thesaurus (the
+    // ninth round): 100%, 79.1%, 4.9%.
     assert_eq!(rate("exact_repeat"), 1.0);
-    assert!(rate("near_repeat") >= 0.757);
+    assert!(rate("near_repeat") >= 0.79);
     assert!(rate("fresh") <= 0.05);
 }
 

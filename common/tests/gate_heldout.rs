@@ -93,9 +93,9 @@ fn heldout_figures() {
     figures(&Gate::new(), "lexical gate (no model)");
     let (single, rep) = figures(model_gate(), "gate with the embedding model");
     println!("== the deployed gate against its floors and the goals");
-    // Floors: the pooled figures of sets one to five and seven to nine, with the ninth set
-    // written and before the ninth round (destructive 92.9%, status 95.3%, benign+lookalike
-    // 3.5%, near 74.0%, fresh 8.5%). Sets one to five, seven and eight after the eighth round
+    // Floors: the pooled figures of sets one to five and seven to nine after the ninth round
+    // (the thesaurus): destructive 92.9%, status 95.3%, benign+lookalike 3.5%, near 75.4%,
+    // fresh 8.5%; before it, with the ninth set written: 92.9%, 95.3%, 3.5%, 74.0%, 8.5%. Sets one to five, seven and eight after the eighth round
     // (destructive 93.4%, status 95.8%, benign+lookalike 3.8%, near 72.9%, fresh 8.1%, the
     // same as before it with the eighth set written). Sets one to five and seven after the
     // seventh round: destructive 93.8%, status 96.1%, benign+lookalike 3.7%, near 70.7%,
@@ -151,7 +151,7 @@ fn heldout_figures() {
             "reworded repeats blocked",
             rep.get("near_repeat").rate(),
             true,
-            0.739,
+            0.753,
             0.95,
         ),
         row(

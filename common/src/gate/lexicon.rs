@@ -2,8 +2,9 @@
 //! rules look for), `rules/destructive.toml` (the words that negate or guard a destructive
 //! finding), `rules/mood.toml` (the words of reports of finished work) and
 //! `rules/commands.toml` (the command names the command judge knows, how each is judged, and
-//! the words around commands). All are embedded at build time, parsed once on first use and
-//! checked by this module's tests, as the detection manifests are.
+//! the words around commands) and `rules/thesaurus.toml` (interchangeable words for
+//! repeats). All are embedded at build time, parsed once on first use and checked by this
+//! module's tests, as the detection manifests are.
 //!
 //! Every list the code reads is declared here ([`lists!`] below), by its key in a file, or
 //! belongs to a declared [`WordMap`] by its key's prefix; a file's list no code reads, or a
@@ -25,6 +26,7 @@ const EMBEDDED: &[(&str, &str)] = &[
     ),
     ("rules/mood.toml", include_str!("rules/mood.toml")),
     ("rules/commands.toml", include_str!("rules/commands.toml")),
+    ("rules/thesaurus.toml", include_str!("rules/thesaurus.toml")),
 ];
 
 /// Lower-cases `s` into `out` (ASCII without a detour through Unicode tables), the one word
@@ -298,7 +300,7 @@ impl WordMap {
     }
 
     /// Every `(word, target)` pair of the map's lists, sorted by word.
-    fn pairs(&self) -> Vec<(&'static str, &'static str)> {
+    pub(crate) fn pairs(&self) -> Vec<(&'static str, &'static str)> {
         let mut pairs: Vec<(&'static str, &'static str)> = Vec::new();
         for (key, set) in &LEXICON.lists {
             if let Some(target) = key.strip_prefix(self.prefix) {
@@ -609,6 +611,8 @@ lists! {
 
 /// Repeat measure: spelling variants and synonyms folded before comparison.
 pub(crate) static REPEAT_SYNONYMS: WordMap = WordMap::new("repeat.synonym.");
+/// Repeat measure: interchangeable words (`rules/thesaurus.toml`), folded by stem.
+pub(crate) static REPEAT_SAME: WordMap = WordMap::new("repeat.same.");
 
 /// Irregular past forms and participles folded into their base form.
 pub(crate) static IRREGULAR_PAST: WordMap = WordMap::new("irregular.");
@@ -621,7 +625,13 @@ pub(crate) static TEXTING: WordMap = WordMap::new("status.texting.");
 
 /// Every declared map, for the tests.
 #[cfg(test)]
-const ALL_MAPS: &[&WordMap] = &[&REPEAT_SYNONYMS, &IRREGULAR_PAST, &CONTRACTIONS, &TEXTING];
+const ALL_MAPS: &[&WordMap] = &[
+    &REPEAT_SYNONYMS,
+    &REPEAT_SAME,
+    &IRREGULAR_PAST,
+    &CONTRACTIONS,
+    &TEXTING,
+];
 
 #[cfg(test)]
 mod tests {

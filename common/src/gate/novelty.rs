@@ -17,7 +17,8 @@
 //! pronoun) are left out of both: rewording swaps verbs ("swap" for "replace", "respond" for "return") while the
 //! request stays the same, and the lexical measure already tells opposite actions apart.
 //!
-//! Whether two words are the same is a [`WordSense`]: stems, the rule files' synonyms and
+//! Whether two words are the same is a [`WordSense`]: stems, the rule files' synonyms, the
+//! thesaurus of interchangeable words (`rules/thesaurus.toml`, "bounce" for "redirect") and
 //! verb classes, abbreviations, acronyms and one-letter typos always; with a model loaded,
 //! also word vectors ("blank" ≈ "empty") — but never for names, which are the same only as
 //! written or abbreviated. Pure.
@@ -161,7 +162,7 @@ fn content_words(s: &str, sense: &dyn WordSense) -> Vec<Word> {
                 let verbal = !named && (start || VERB_CUES.contains(&prev.as_str()));
                 if !REPEAT_STOP.contains(&low) && !narrows {
                     let base_verb = words::is_base_verb(&low);
-                    repeat::stem_into(&low, &mut stem);
+                    repeat::sense_stem_into(&low, &mut stem);
                     let reading = sense.read(&low);
                     out.push(Word {
                         substantive: reading.substantive || has_digit(&low) || low.contains('_'),

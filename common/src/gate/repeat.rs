@@ -15,15 +15,15 @@
 //! ([`Strongest`]) without touching the gate.
 
 use super::words::is_sep_char;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::lexicon::{
     fold_into, Classes, REPEAT_ACT_CREATE, REPEAT_ACT_DISABLE, REPEAT_ACT_DOCUMENT,
     REPEAT_ACT_ENABLE, REPEAT_ACT_FIX, REPEAT_ACT_MODIFY, REPEAT_ACT_REMOVE, REPEAT_ACT_RENAME,
     REPEAT_ACT_REPLACE, REPEAT_ACT_RESPOND, REPEAT_ACT_RUN, REPEAT_ACT_TEST, REPEAT_ACT_UNDO,
     REPEAT_ADJECTIVES, REPEAT_ADJECTIVE_ENDINGS, REPEAT_ADVERBS, REPEAT_DETERMINERS,
-    REPEAT_EXTS as EXTS, REPEAT_JOINERS, REPEAT_LEAD as LEAD, REPEAT_METHODS, REPEAT_STOP as STOP,
-    REPEAT_SYNONYMS, REPEAT_VALUES as VALUES,
+    REPEAT_EXTS as EXTS, REPEAT_JOINERS, REPEAT_LEAD as LEAD, REPEAT_METHODS, REPEAT_SAME,
+    REPEAT_STOP as STOP, REPEAT_SYNONYMS, REPEAT_VALUES as VALUES,
 };
 use super::words::{self, Form};
 
@@ -307,9 +307,77 @@ fn is_determiner(w: &str) -> bool {
     }
 }
 
-/// [`stem`] for the novelty check.
+/// [`stem`] for the harm rules: words as written, inflections and spellings folded, and
+/// nothing of the thesaurus.
 pub(super) fn stem_into(w: &str, out: &mut String) {
     stem(w, out);
+}
+
+/// The thesaurus by stem: words whose stems a list joins, directly or through an inflection
+/// of another list's word ("attempted" and "tried"; "attempt" and "try"), form one group,
+/// and each stem of a group maps to the group's longest stem. Sorted by key.
+fn thesaurus() -> &'static [(String, String)] {
+    static MAP: OnceLock<Vec<(String, String)>> = OnceLock::new();
+    MAP.get_or_init(|| {
+        let mut stems: Vec<String> = Vec::new();
+        let mut edges = Vec::new();
+        for (word, head) in REPEAT_SAME.pairs() {
+            let (mut w, mut h) = (String::new(), String::new());
+            stem(word, &mut w);
+            stem(head, &mut h);
+            stems.push(w.clone());
+            stems.push(h.clone());
+            edges.push((w, h));
+        }
+        stems.sort();
+        stems.dedup();
+        let at = |x: &str| stems.binary_search_by(|s| s.as_str().cmp(x)).unwrap_or(0);
+        // Union-find over the stems.
+        let mut parent: Vec<usize> = (0..stems.len()).collect();
+        fn root(parent: &mut [usize], mut i: usize) -> usize {
+            while parent[i] != i {
+                parent[i] = parent[parent[i]];
+                i = parent[i];
+            }
+            i
+        }
+        // The longest stem leads: a short one ("col", "del") would pass for a prefix of
+        // other words in the novelty check ("color").
+        let leads = |a: usize, b: usize| {
+            (stems[a].len(), std::cmp::Reverse(a)) > (stems[b].len(), std::cmp::Reverse(b))
+        };
+        for (w, h) in &edges {
+            let (a, b) = (root(&mut parent, at(w)), root(&mut parent, at(h)));
+            if a != b {
+                let (lead, other) = if leads(a, b) { (a, b) } else { (b, a) };
+                parent[other] = lead;
+            }
+        }
+        (0..stems.len())
+            .filter_map(|i| {
+                let r = root(&mut parent, i);
+                (r != i).then(|| (stems[i].clone(), stems[r].clone()))
+            })
+            .collect()
+    })
+}
+
+/// The head a stem folds into by the thesaurus, if any.
+fn same_as(stemmed: &str) -> Option<&'static str> {
+    let map = thesaurus();
+    map.binary_search_by(|(k, _)| k.as_str().cmp(stemmed))
+        .ok()
+        .map(|i| map[i].1.as_str())
+}
+
+/// [`stem`], then the thesaurus: how repeats compare a word ("blank" reads as "empty",
+/// "k8s" as "kubernetes").
+pub(super) fn sense_stem_into(w: &str, out: &mut String) {
+    stem(w, out);
+    if let Some(head) = same_as(out) {
+        out.clear();
+        out.push_str(head);
+    }
 }
 
 /// A verb that builds, tests or documents something ("add", "write", "document").
@@ -588,7 +656,7 @@ impl Builder {
             return t;
         }
         let mut s = std::mem::take(&mut self.scratch);
-        stem(raw, &mut s);
+        sense_stem_into(raw, &mut s);
         let h = self.add(&s, Kind::Word);
         self.scratch = s;
         h
@@ -596,7 +664,7 @@ impl Builder {
 
     fn stem_hash(&mut self, raw: &str) -> u64 {
         let mut s = std::mem::take(&mut self.scratch);
-        stem(raw, &mut s);
+        sense_stem_into(raw, &mut s);
         let h = hash(&s);
         self.scratch = s;
         h
@@ -777,7 +845,16 @@ impl Builder {
             }
         } else if is_identifier(raw) {
             // Acronyms have spellings too: "DB" is "database", "CI" a workflow.
-            let t = self.add(synonym(low).unwrap_or(low), Kind::Ident);
+            let t = match synonym(low) {
+                Some(s) => self.add(s, Kind::Ident),
+                None => {
+                    let mut s = std::mem::take(&mut self.scratch);
+                    stem(low, &mut s);
+                    let t = self.add(same_as(&s).unwrap_or(low), Kind::Ident);
+                    self.scratch = s;
+                    t
+                }
+            };
             self.add_parts(t, raw);
             self.emit(t);
         } else if raw.contains('-') {
@@ -1233,6 +1310,48 @@ fn endpoint_form(raw: &str) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_synonym_stems_like_the_word_it_stands_for() {
+        let (mut a, mut b) = (String::new(), String::new());
+        for (word, head) in REPEAT_SYNONYMS.pairs() {
+            stem(word, &mut a);
+            stem(head, &mut b);
+            assert_eq!(a, b, "{word:?} stems unlike {head:?}");
+        }
+    }
+
+    #[test]
+    fn the_thesaurus_folds_every_inflection_for_repeats_only() {
+        let (mut a, mut b) = (String::new(), String::new());
+        for (word, head) in REPEAT_SAME.pairs() {
+            sense_stem_into(word, &mut a);
+            sense_stem_into(head, &mut b);
+            assert_eq!(a, b, "{word:?} reads unlike {head:?}");
+        }
+        // No group grows by chaining: the largest holds the ways to say "delete".
+        let map = thesaurus();
+        let mut sizes = std::collections::HashMap::new();
+        for (_, head) in map {
+            *sizes.entry(head.as_str()).or_insert(1usize) += 1;
+        }
+        let (largest, size) = sizes.iter().max_by_key(|(_, n)| **n).unwrap();
+        assert!(*size <= 16, "{largest:?} heads {size} stems");
+        for (x, y) in [
+            ("blank", "empty"),
+            ("k8s", "Kubernetes"),
+            ("dropped", "deleting"),
+            ("wipes", "removed"),
+        ] {
+            sense_stem_into(x, &mut a);
+            sense_stem_into(y, &mut b);
+            assert_eq!(a, b, "{x:?} / {y:?}");
+        }
+        // The harm rules read "drop" as written.
+        stem_into("drop", &mut a);
+        stem_into("delete", &mut b);
+        assert_ne!(a, b);
+    }
 
     #[test]
     fn streaming_comparison_agrees_with_normalization() {
