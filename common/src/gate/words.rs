@@ -380,7 +380,15 @@ pub(crate) fn one_slip(typed: &str, word: &str) -> bool {
 }
 
 fn edit(a: &str, b: &str, replace: bool) -> bool {
+    // Most pairs differ in length by more than one: decide those without allocating.
+    if a.is_ascii() && b.is_ascii() {
+        return edit_in(a.as_bytes(), b.as_bytes(), replace);
+    }
     let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    edit_in(&a, &b, replace)
+}
+
+fn edit_in<T: PartialEq>(a: &[T], b: &[T], replace: bool) -> bool {
     if a.len().min(b.len()) < 5 || a.len().abs_diff(b.len()) > 1 {
         return false;
     }
@@ -389,11 +397,7 @@ fn edit(a: &str, b: &str, replace: bool) -> bool {
         return (replace && d.len() == 1)
             || (d.len() == 2 && d[1] == d[0] + 1 && a[d[0]] == b[d[1]] && a[d[1]] == b[d[0]]);
     }
-    let (short, long) = if a.len() < b.len() {
-        (&a, &b)
-    } else {
-        (&b, &a)
-    };
+    let (short, long) = if a.len() < b.len() { (a, b) } else { (b, a) };
     let i = short
         .iter()
         .zip(long.iter())
