@@ -12,7 +12,8 @@
 //!   nearest examples are status requests) → regenerate with the constraint;
 //! - exact repeat (equal after [`normalize_prompt`]) of the last 15 prompts → same;
 //! - near repeat (same action on the same target, reworded; see [`Similarity`]), unless the
-//!   candidate adds a new object or constraint (`novelty`) → same;
+//!   candidate adds a new object or constraint (`novelty`); with the model, the repeat
+//!   signals weighed together by trees learned from the tuning prompts (`rewording`) → same;
 //! - cross-contamination (names another live session's project or path, not its own) → same;
 //! - non-imperative (a report of finished work) → same.
 //!
@@ -25,7 +26,8 @@
 //! (the command judge, SQL and friends), `intent` (destructive requests in words), `harm`
 //! (irreversible acts on valuable targets, `rules/harm.toml`), `destructive` (all three,
 //! minus what the sentence negates, guards or only mentions), `status`, `repeat`, `novelty`
-//! (what a look-alike adds), `meaning` (what the embedding model adds: word senses and
+//! (what a look-alike adds), `rewording` (the learned repeat judge, `rules/rewording.json`),
+//! `meaning` (what the embedding model adds: word senses and
 //! nearest labelled examples, `rules/meaning.toml`), `contamination`, `mood`, [`opinion`]
 //! (the second opinion's request, answer and cache); [`ModelSetting`]
 //! loads the gate with or without its model; [`escape`] (rotating phase-specific escape prompts) and
@@ -44,6 +46,7 @@ mod mood;
 mod novelty;
 pub mod opinion;
 mod repeat;
+mod rewording;
 mod shell;
 mod status;
 mod words;
@@ -329,12 +332,17 @@ impl ModelSetting {
         };
         let started = std::time::Instant::now();
         let model = Embedder::load(&dir)?;
-        let note = format!(
+        let mut note = format!(
             "gate: by meaning with {} ({} in {} ms)",
             model.name(),
             dir.display(),
             started.elapsed().as_millis()
         );
+        if let Some(m) = rewording::Model::shipped() {
+            note.push_str("; repeats also by a learned judge (");
+            note.push_str(m.fitted_on());
+            note.push(')');
+        }
         Ok((Gate::with_model(Arc::new(model)), note))
     }
 }
@@ -344,6 +352,14 @@ pub struct Gate {
     similarity: Box<dyn Similarity>,
     sense: Box<dyn WordSense>,
     meaning: Option<Meaning>,
+    /// The learned judge of look-alikes, with the model only.
+    rewording: Option<Rewording>,
+}
+
+/// The learned repeat judge and the lexical measure whose signals it reads.
+struct Rewording {
+    model: &'static rewording::Model,
+    lexical: Lexical,
 }
 
 impl std::fmt::Debug for Gate {
@@ -371,6 +387,7 @@ impl Gate {
             similarity,
             sense: Box::new(Spelling),
             meaning: None,
+            rewording: None,
         }
     }
 
@@ -381,6 +398,10 @@ impl Gate {
             similarity: Box::new(Lexical::new()),
             sense: Box::new(meaning.clone()),
             meaning: Some(meaning),
+            rewording: rewording::Model::shipped().map(|model| Rewording {
+                model,
+                lexical: Lexical::new(),
+            }),
         }
     }
 
@@ -521,6 +542,18 @@ impl Gate {
                 detail: format!("same as the prompt {} turns back", back(i)),
             });
         }
+        // The learned judge reads prompts as long as those it was fitted to, and leaves
+        // longer ones to the rules.
+        let learned = self
+            .rewording
+            .as_ref()
+            .zip(self.meaning.as_ref())
+            .filter(|_| rewording::fits(candidate));
+        if let Some((rw, meaning)) = learned {
+            if let Some(r) = self.rewords(rw, meaning.model(), candidate, recent) {
+                return Some(r);
+            }
+        }
         let earlier: Vec<&str> = recent.iter().map(String::as_str).collect();
         let scores = self.similarity.scores(candidate, &earlier);
         let mut alike: Vec<(usize, f32)> = scores
@@ -528,6 +561,7 @@ impl Gate {
             .copied()
             .enumerate()
             .filter(|(_, s)| s.is_finite() && *s >= SAME_REQUEST)
+            .filter(|(i, _)| learned.is_none() || !rewording::fits(&recent[*i]))
             .collect();
         alike.sort_by(|a, b| b.1.total_cmp(&a.1));
         // The closest look-alike that the candidate adds nothing to.
@@ -542,6 +576,52 @@ impl Gate {
                 back(i)
             ),
         })
+    }
+
+    /// The learned judge: the earlier prompt the candidate most likely rewords, if any
+    /// reaches the model's threshold.
+    fn rewords(
+        &self,
+        rw: &Rewording,
+        model: &Embedder,
+        candidate: &str,
+        recent: &[String],
+    ) -> Option<Reason> {
+        let c = rewording::Candidate::new(candidate, model, self.sense.as_ref());
+        let (i, p, score) = recent
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| rewording::fits(e))
+            .filter_map(|(i, e)| {
+                let x = rewording::signals(&c, e, &rw.lexical, self.sense.as_ref(), model)?;
+                Some((i, rw.model.probability(&x), x[0]))
+            })
+            .filter(|(_, p, _)| *p >= rw.model.threshold)
+            .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let quoted: String = recent[i].chars().take(120).collect();
+        Some(Reason {
+            rule: Rule::NearRepeat,
+            detail: format!(
+                "rewords the prompt {} turns back (rewording {p:.2}, similarity {score:.2}): \"{quoted}\"",
+                recent.len() - i
+            ),
+        })
+    }
+
+    /// The signals the learned repeat judge reads for `candidate` against `earlier`, for
+    /// training it (`scripts/train-rewording.sh`); `None` without the embedding model or
+    /// when the two are too far apart to compare.
+    pub fn rewording_signals(&self, candidate: &str, earlier: &str) -> Option<Vec<f32>> {
+        let meaning = self.meaning.as_ref()?;
+        let c = rewording::Candidate::new(candidate, meaning.model(), self.sense.as_ref());
+        rewording::signals(
+            &c,
+            earlier,
+            &Lexical::new(),
+            self.sense.as_ref(),
+            meaning.model(),
+        )
+        .map(|x| x.to_vec())
     }
 }
 

@@ -81,6 +81,8 @@ const REPLACING: &[[&str; 2]] = &[["instead", "of"], ["rather", "than"], ["in", 
 struct Word {
     text: String,
     stem: String,
+    /// Its verb class as written ("fix" and "resolve" are one).
+    act: Option<repeat::Act>,
     verbal: bool,
     /// Substantive by the sense, or a value or identifier (a digit or `_`).
     substantive: bool,
@@ -165,6 +167,7 @@ fn content_words(s: &str, sense: &dyn WordSense) -> Vec<Word> {
                     repeat::sense_stem_into(&low, &mut stem);
                     let reading = sense.read(&low);
                     out.push(Word {
+                        act: repeat::act(&low),
                         substantive: reading.substantive || has_digit(&low) || low.contains('_'),
                         vector: reading.vector,
                         text: low.clone(),
@@ -200,6 +203,10 @@ fn content_words(s: &str, sense: &dyn WordSense) -> Vec<Word> {
 /// within `b`, and `b` at least three letters longer ("ts" for "typescript", "ckpt" for
 /// "checkpoint", "rg" for "ripgrep").
 fn abbreviates(a: &str, b: &str) -> bool {
+    // A character is at most four bytes: most pairs are ruled out by their byte lengths.
+    if a.len() < 2 || a.len() > 20 || b.len() < 5 || a.as_bytes()[0] != b.as_bytes()[0] {
+        return false;
+    }
     let (la, lb) = (a.chars().count(), b.chars().count());
     if !(2..=5).contains(&la) || lb < la + 3 || a.chars().next() != b.chars().next() {
         return false;
@@ -216,7 +223,7 @@ fn same(a: &Word, b: &Word, sense: &dyn WordSense) -> bool {
     if (a.named && has_digit(&a.text)) || (b.named && has_digit(&b.text)) {
         return false;
     }
-    repeat::same_act(&a.text, &b.text)
+    (a.act.is_some() && a.act == b.act)
         || (a.stem.len().min(b.stem.len()) >= 3
             && (a.stem.starts_with(&b.stem) || b.stem.starts_with(&a.stem)))
         || one_typo(&a.text, &b.text)
@@ -256,14 +263,96 @@ fn uncovered(a: &[Word], b: &[Word], sense: &dyn WordSense) -> Vec<usize> {
         .collect()
 }
 
+/// How far apart two look-alikes are by their content words, for the learned repeat judge:
+/// the content words of each that no word of the other covers, and how well each prompt's
+/// words are matched in the other by word vector (the mean of each word's best cosine; 1
+/// for a word the other has by stem, spelling or sense).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Apart {
+    pub new_in_candidate: usize,
+    pub new_in_earlier: usize,
+    /// Of those, the ones written as names (identifiers, paths, values with digits).
+    pub new_names_in_candidate: usize,
+    pub new_names_in_earlier: usize,
+    pub vector_cover_candidate: f32,
+    pub vector_cover_earlier: f32,
+}
+
+/// [`Apart`] of a candidate and an earlier prompt, both already read.
+pub(crate) fn apart(c: &Content, e: &Content, sense: &dyn WordSense) -> Apart {
+    let (c, e) = (&c.0, &e.0);
+    if c.len() > MAX_WORDS || e.len() > MAX_WORDS {
+        return Apart::default();
+    }
+    let new = |a: &[Word], b: &[Word], names: bool| {
+        uncovered(a, b, sense)
+            .into_iter()
+            .filter(|&i| !a[i].verbal && a[i].substantive && (!names || a[i].named))
+            .count()
+    };
+    // How alike each pair of words is: 1 when the same by any equivalence, else their
+    // vectors' cosine; each prompt's cover is the mean of its words' best match.
+    let alike: Vec<Vec<f32>> = c
+        .iter()
+        .map(|x| {
+            e.iter()
+                .map(|y| match (&x.vector, &y.vector) {
+                    _ if same(x, y, sense) => 1.0,
+                    (Some(u), Some(v)) => cosine(u, v),
+                    _ => 0.0,
+                })
+                .collect()
+        })
+        .collect();
+    let mean = |best: Vec<f32>| {
+        if best.is_empty() {
+            0.0
+        } else {
+            best.iter().sum::<f32>() / best.len() as f32
+        }
+    };
+    let cover_c = mean(
+        alike
+            .iter()
+            .map(|row| row.iter().copied().fold(0.0f32, f32::max))
+            .collect(),
+    );
+    let cover_e = mean(
+        (0..e.len())
+            .map(|j| alike.iter().map(|row| row[j]).fold(0.0f32, f32::max))
+            .collect(),
+    );
+    Apart {
+        new_in_candidate: new(c, e, false),
+        new_in_earlier: new(e, c, false),
+        new_names_in_candidate: new(c, e, true),
+        new_names_in_earlier: new(e, c, true),
+        vector_cover_candidate: cover_c,
+        vector_cover_earlier: cover_e,
+    }
+}
+
 /// Prompts with more content words than this are compared by the similarity measure alone
 /// (the comparison here is quadratic; the twin's prompts hold a few dozen words).
 const MAX_WORDS: usize = 200;
 
 /// Why `candidate` is a new request next to `earlier` although the two look alike, if it is.
 pub fn novelty(candidate: &str, earlier: &str, sense: &dyn WordSense) -> Option<String> {
-    let c = content_words(candidate, sense);
-    let e = content_words(earlier, sense);
+    novelty_of(&read(candidate, sense), &read(earlier, sense), sense)
+}
+
+/// A prompt's content words, read once for several comparisons.
+#[derive(Debug)]
+pub(crate) struct Content(Vec<Word>);
+
+/// Reads the content words of `text`.
+pub(crate) fn read(text: &str, sense: &dyn WordSense) -> Content {
+    Content(content_words(text, sense))
+}
+
+/// [`novelty`] of two prompts already read.
+pub(crate) fn novelty_of(c: &Content, e: &Content, sense: &dyn WordSense) -> Option<String> {
+    let (c, e) = (&c.0, &e.0);
     if c.len() > MAX_WORDS || e.len() > MAX_WORDS {
         return None;
     }
@@ -272,7 +361,7 @@ pub fn novelty(candidate: &str, earlier: &str, sense: &dyn WordSense) -> Option<
     // Each word's verb class, read once.
     let acts =
         |ws: &[Word]| -> Vec<_> { ws.iter().map(|w| repeat::inflected_act(&w.text)).collect() };
-    let (ca, ea) = (acts(&c), acts(&e));
+    let (ca, ea) = (acts(c), acts(e));
     let undoes = c.iter().zip(&ca).find_map(|(cw, x)| {
         let x = (*x)?;
         let fresh = !ea.contains(&Some(x));
@@ -288,8 +377,8 @@ pub fn novelty(candidate: &str, earlier: &str, sense: &dyn WordSense) -> Option<
             cw.text, ew.text
         ));
     }
-    let cu = uncovered(&c, &e, sense);
-    let eu = uncovered(&e, &c, sense);
+    let cu = uncovered(c, e, sense);
+    let eu = uncovered(e, c, sense);
     let new_c: Vec<usize> = cu
         .iter()
         .copied()

@@ -136,6 +136,25 @@ impl Lexical {
         compare(&profile(candidate), &self.profile_of(earlier))
     }
 
+    /// [`Lexical::explain`] of a candidate already profiled ([`profile`]).
+    pub(crate) fn explain_profiled(&self, c: &Profile, earlier: &str) -> (f32, &'static str) {
+        compare(c, &self.profile_of(earlier))
+    }
+
+    /// How much of a profiled candidate's term weight the earlier prompt has, and how much
+    /// of the earlier prompt's the candidate has.
+    pub(crate) fn coverages_profiled(&self, c: &Profile, earlier: &str) -> (f32, f32) {
+        let h = self.profile_of(earlier);
+        let (wc, wh) = (c.total(), h.total());
+        if wc <= 0.0 || wh <= 0.0 {
+            return (0.0, 0.0);
+        }
+        (
+            shared_weight(c, &h) / wc,
+            (shared_weight(&h, c) / wh).min(1.0),
+        )
+    }
+
     fn profile_of(&self, text: &str) -> Arc<Profile> {
         let key = hash(text);
         if let Ok(memo) = self.memo.lock() {
@@ -413,9 +432,9 @@ pub(super) fn reverses(x: Act, y: Act) -> bool {
     ) || (x == Act::Undo && y != Act::Undo)
 }
 
-/// Two verbs of one class ("fix" and "resolve"; "add" and "create").
-pub(super) fn same_act(a: &str, b: &str) -> bool {
-    matches!((ACTS.get(a), ACTS.get(b)), (Some(x), Some(y)) if x == y)
+/// The class of the verb `w` as written, if it is one.
+pub(super) fn act(w: &str) -> Option<Act> {
+    ACTS.get(w)
 }
 
 /// A light stemmer: plural, -ing, -ed, -ation/-tion, final -e; synonyms folded.
