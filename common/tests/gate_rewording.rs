@@ -35,7 +35,6 @@ fn a_terse_rewording_the_rules_miss_is_a_repeat() {
     let learned = check(model_gate(), candidate, &HISTORY);
     assert!(learned.has(Rule::NearRepeat), "{learned:?}");
     let detail = &learned.reasons[0].detail;
-    println!("{detail}");
     assert!(
         detail.contains("rewording") && detail.contains("2 turns back"),
         "{detail}"
@@ -46,7 +45,10 @@ fn a_terse_rewording_the_rules_miss_is_a_repeat() {
 fn another_directory_in_the_same_words_is_new() {
     let candidate = "Fix the implicit any errors in src/components/.";
     let rules = check(&Gate::new(), candidate, &HISTORY);
-    assert!(rules.has(Rule::NearRepeat), "the words-only gate: {rules:?}");
+    assert!(
+        rules.has(Rule::NearRepeat),
+        "the words-only gate: {rules:?}"
+    );
     let learned = check(model_gate(), candidate, &HISTORY);
     assert!(learned.pass, "{learned:?}");
 }
@@ -58,7 +60,9 @@ fn prompts_longer_than_the_judge_reads_are_left_to_the_rules() {
                 public API unchanged, and add a test for each of the three methods, then run \
                 swift test and fix whatever fails in the rotation tests before you commit.";
     assert!(long.split_whitespace().count() > 48);
-    let reworded = long.replace("Refactor", "Please refactor").replace("commit", "commit it");
+    let reworded = long
+        .replace("Refactor", "Please refactor")
+        .replace("commit", "commit it");
     let v = check(model_gate(), &reworded, &[long]);
     assert!(v.has(Rule::NearRepeat), "{v:?}");
     let detail = &v.reasons[0].detail;
