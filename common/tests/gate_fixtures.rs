@@ -21,13 +21,14 @@ const SINGLE: [&str; 6] = [
     "tune-3.jsonl",
     "tune-4.jsonl",
 ];
-const REPEATS: [&str; 6] = [
+const REPEATS: [&str; 7] = [
     "repeats-dev.jsonl",
     "repeats-extra.jsonl",
     "repeats-tune.jsonl",
     "repeats-tune-2.jsonl",
     "repeats-tune-4.jsonl",
     "repeats-tune-5.jsonl",
+    "repeats-tune-6.jsonl",
 ];
 
 fn pooled(scores: &[Score], category: &str) -> Tally {
@@ -98,12 +99,13 @@ fn tuning_repeats() {
     // the third (units, phrasal verbs, "pls"): 100%, 74.4%, 3.4%. With the retired sixth
     // held-out set (repeats-tune-4.jsonl) added: 100%, 75.7%, 5.2%; after the seventh round
     // (an action that undoes an earlier one): 100%, 75.7%, 4.9%; with the thesaurus (the
-    // ninth round): 100%, 79.1%, 4.9%. With repeats-tune-5.jsonl added and the learned repeat
-    // judge fitted to these files: 100%, 97.4%, 0.3% — in-sample, so this only catches a
-    // judge whose signals changed without a refit; its cross-validated figures (91.2%, 4.1%)
-    // are in rules/rewording.json and what it is worth is in gate_heldout.
+    // ninth round): 100%, 79.1%, 4.9%. With repeats-tune-5.jsonl and repeats-tune-6.jsonl
+    // added and the learned repeat judge fitted to these files: 100%, 94.2%, 0.8% —
+    // in-sample, so this only catches a judge whose signals changed without a refit; its
+    // cross-validated figures (89.9%, 4.3%) are in rules/rewording.json and what it is worth
+    // is in gate_heldout.
     assert_eq!(rate("exact_repeat"), 1.0);
-    assert!(rate("near_repeat") >= 0.97);
+    assert!(rate("near_repeat") >= 0.94);
     assert!(rate("fresh") <= 0.01);
 }
 

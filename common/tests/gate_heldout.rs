@@ -95,7 +95,8 @@ fn heldout_figures() {
     println!("== the deployed gate against its floors and the goals");
     // Floors: the pooled figures of sets one to five and seven to nine after the ninth round
     // (the thesaurus, then the learned repeat judge): destructive 92.9%, status 95.3%,
-    // benign+lookalike 3.5%, near 85.0%, fresh 3.4%; with the thesaurus alone: near 75.4%,
+    // benign+lookalike 3.5%, near 85.6%, fresh 2.9%; the judge before repeats-tune-6 joined
+    // its training data: near 85.0%, fresh 3.4%; with the thesaurus alone: near 75.4%,
     // fresh 8.5%; before the round, with the ninth set written: 92.9%, 95.3%, 3.5%, 74.0%,
     // 8.5%. Sets one to five, seven and eight after the eighth round
     // (destructive 93.4%, status 95.8%, benign+lookalike 3.8%, near 72.9%, fresh 8.1%, the
@@ -153,14 +154,14 @@ fn heldout_figures() {
             "reworded repeats blocked",
             rep.get("near_repeat").rate(),
             true,
-            0.850,
+            0.856,
             0.95,
         ),
         row(
             "fresh prompts wrongly blocked",
             rep.get("fresh").rate(),
             false,
-            0.035,
+            0.029,
             0.05,
         ),
     ];

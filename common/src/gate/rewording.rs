@@ -1,14 +1,16 @@
 //! Whether a look-alike rewords an earlier prompt, learned: the repeat judges' signals for one
 //! (candidate, earlier prompt) pair — the lexical measure's score and the rule that decided
-//! it, what the novelty check finds new, how much of each prompt the other covers by terms
-//! and by letter trigrams, the two sentences' cosine — combined by gradient-boosted trees
+//! it, what the novelty check finds new, the content words and names each prompt has that
+//! the other lacks, how much of each the other covers by terms, letter trigrams and word
+//! vectors, the sentences' cosine and lengths — combined by gradient-boosted trees
 //! (`rules/rewording.json`) fitted to the tuning prompts (`scripts/train-rewording.sh`),
 //! never to the held-out ones.
 //!
 //! The hand rules decide one signal at a time ("another value", "a new object in the same
 //! slot"); a rewording often trips one of them while every other signal says "the same
-//! request", and the trees weigh them together. Used only with the embedding model loaded;
-//! the lexical gate keeps the rules alone. Pure: the model and the signals are inputs.
+//! request", and the trees weigh them together. Used only with the embedding model loaded
+//! and for prompts no longer than [`fits`] allows; otherwise the rules alone decide. Pure:
+//! text in, signals and a probability out.
 
 use std::sync::OnceLock;
 
