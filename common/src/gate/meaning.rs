@@ -71,6 +71,9 @@ struct File {
     status: Examples,
     work: Examples,
     harm: Examples,
+    /// Work asked for in a report's or a question's words: the status class's contrast
+    /// beside `work`, never the harm class's.
+    asked: Examples,
 }
 
 #[derive(Deserialize)]
@@ -115,7 +118,8 @@ impl Embedded {
 #[derive(Debug, Clone)]
 pub struct Meaning {
     model: Arc<Embedder>,
-    examples: Arc<[Embedded; 3]>,
+    /// Status, work, harm, and work with the work asked for in a report's words.
+    examples: Arc<[Embedded; 4]>,
 }
 
 impl Meaning {
@@ -123,11 +127,15 @@ impl Meaning {
         // The shipped file is checked by a test; a broken one leaves the classes empty.
         let file: Option<File> = toml::from_str(EXAMPLES).ok();
         let examples = match file {
-            Some(f) => [
-                Embedded::new(&model, f.status.examples),
-                Embedded::new(&model, f.work.examples),
-                Embedded::new(&model, f.harm.examples),
-            ],
+            Some(f) => {
+                let all_work = f.work.examples.iter().chain(&f.asked.examples).cloned();
+                [
+                    Embedded::new(&model, f.status.examples),
+                    Embedded::new(&model, f.work.examples.clone()),
+                    Embedded::new(&model, f.harm.examples),
+                    Embedded::new(&model, all_work.collect()),
+                ]
+            }
             None => Default::default(),
         };
         Meaning {
@@ -145,11 +153,18 @@ impl Meaning {
     }
 
     /// How much closer `text` is to the examples of `class` than to the work examples
-    /// (nearest three of each, cosine), and the nearest example of `class`.
+    /// (nearest three of each, cosine), and the nearest example of `class`. Status is
+    /// contrasted with work asked for in a report's words too ("is it done? if not, finish
+    /// it"); harm with plain work only.
     pub fn lean(&self, text: &str, class: Class) -> (f32, &str) {
         let v = self.model.embed(text);
         let (toward, example) = self.class(class).nearest(&v);
-        let (work, _) = self.class(Class::Work).nearest(&v);
+        let contrast = if class == Class::Status {
+            &self.examples[3]
+        } else {
+            self.class(Class::Work)
+        };
+        let (work, _) = contrast.nearest(&v);
         (toward - work, example)
     }
 
@@ -182,5 +197,6 @@ mod tests {
         assert!(f.status.examples.len() >= 20);
         assert!(f.work.examples.len() >= 100);
         assert!(f.harm.examples.len() >= 100);
+        assert!(f.asked.examples.len() >= 100);
     }
 }

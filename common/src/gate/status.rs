@@ -300,6 +300,9 @@ fn asks_report(t: &[&str], i: usize) -> bool {
 /// True if a clause opens with a verb that directs work (not a report verb with nothing
 /// but report words after it).
 fn directs_work(seg: &[&str]) -> bool {
+    if modal_request(seg) {
+        return true;
+    }
     let mut j = 0;
     while j < seg.len() && (LEAD_INS.contains(seg[j]) || seg[j] == "not") {
         j += 1;
@@ -320,6 +323,39 @@ fn directs_work(seg: &[&str]) -> bool {
     leftover >= 2
 }
 
+/// A polite request with its object as the subject: a modal, a subject other than a
+/// pronoun, then within a few words a verb of work or "be" with a participle ("could the
+/// session cookie be marked Secure", "can a NetworkPolicy restrict ingress to api"). Not when
+/// the verb asks whether work is finished or checks pass ("can the build finish today",
+/// "could the tests pass now").
+fn modal_request(seg: &[&str]) -> bool {
+    if !matches!(seg.first(), Some(&("can" | "could" | "would" | "will"))) {
+        return false;
+    }
+    let pronoun = |w: &str| {
+        matches!(
+            w,
+            "you" | "u" | "ya" | "we" | "i" | "it" | "they" | "he" | "she" | "this" | "that"
+        )
+    };
+    if seg.get(1).is_none_or(|w| pronoun(w)) {
+        return false;
+    }
+    let settled = |w: &str| DONE_WORDS.contains(w) || STATUS_CHECK_WORDS.contains(w);
+    for k in 2..seg.len().min(8) {
+        let w = seg[k];
+        if w == "be" {
+            return seg
+                .get(k + 1)
+                .is_some_and(|p| (p.ends_with("ed") || p.ends_with("en")) && !settled(p));
+        }
+        if words::is_base_verb(w) {
+            return !is_report_verb(w) && !settled(w);
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -328,6 +364,27 @@ mod tests {
 
     fn status(t: &str) -> bool {
         status_only(&tokenize(t)).is_some()
+    }
+
+    #[test]
+    fn a_polite_request_with_its_object_as_subject_directs_work() {
+        let no_work = |t: &str| directs_no_work(t, &tokenize(t));
+        for t in [
+            "Could the session cookie be marked Secure and HttpOnly, with SameSite set to Lax?",
+            "Could a NetworkPolicy restrict ingress into api to the ingress-nginx namespace?",
+            "can the retry helper take a max attempts argument?",
+        ] {
+            assert!(!no_work(t), "{t}");
+        }
+        for t in [
+            "Could the tests pass now?",
+            "can the build finish today?",
+            "could it be done by friday?",
+            "Could you tell me where things stand?",
+            "will the migration be finished soon?",
+        ] {
+            assert!(no_work(t), "{t}");
+        }
     }
 
     #[test]
