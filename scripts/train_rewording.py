@@ -4,7 +4,9 @@
 
 FEATURES.tsv comes from `common/tests/rewording_training.rs` (scripts/train-rewording.sh
 runs both): one line per (candidate, earlier prompt) pair of the tuning repeat files —
-id, session, category, label, then the signals in the order of `rewording::SIGNALS`.
+id, session, `fit` or `check`, category, label, then the signals in the order of
+`rewording::SIGNALS`. The trees are fitted to the `fit` lines; the `check` lines are only
+scored, and their figures reported.
 
 Gradient-boosted trees (scikit-learn) fitted to every pair; the threshold is chosen by
 5-fold cross-validation grouped by session, as the highest recall of reworded repeats
@@ -57,13 +59,18 @@ def main():
     ap.add_argument("--fresh", type=float, default=0.045)
     a = ap.parse_args()
     ids, groups, y, x, cats = [], [], [], [], {}
+    check_ids, check_x = [], []
     for line in open(a.features, encoding="utf-8"):
         f = line.rstrip("\n").split("\t")
+        cats[f[0]] = f[3]
+        if f[2] == "check":
+            check_ids.append(f[0])
+            check_x.append([float(v) for v in f[5:]])
+            continue
         ids.append(f[0])
         groups.append(f[1])
-        cats[f[0]] = f[2]
-        y.append(int(f[3]))
-        x.append([float(v) for v in f[4:]])
+        y.append(int(f[4]))
+        x.append([float(v) for v in f[5:]])
     x = np.array(x, dtype=np.float32)
     y = np.array(y)
     if x.shape[1] != len(SIGNALS):
@@ -80,8 +87,15 @@ def main():
         f"threshold {t:.2f}: reworded repeats blocked {100 * near:.1f}% of {n_near}, fresh "
         f"prompts wrongly blocked {100 * fresh:.1f}% of {n_fresh}"
     )
-    print(note, file=sys.stderr)
     m = fit(x, y)
+    if check_ids:
+        cx = np.array(check_x, dtype=np.float32)
+        near, fresh, n_near, n_fresh = figures(check_ids, cats, m.predict_proba(cx)[:, 1], t)
+        note += (
+            f"; on the files checked, not fitted: reworded repeats blocked {100 * near:.1f}% "
+            f"of {n_near}, fresh prompts wrongly blocked {100 * fresh:.1f}% of {n_fresh}"
+        )
+    print(note, file=sys.stderr)
     base = float(m._raw_predict_init(x[:1])[0, 0])
     trees = []
     for est in m.estimators_[:, 0]:

@@ -21,7 +21,7 @@ const SINGLE: [&str; 6] = [
     "tune-3.jsonl",
     "tune-4.jsonl",
 ];
-const REPEATS: [&str; 7] = [
+const REPEATS: [&str; 8] = [
     "repeats-dev.jsonl",
     "repeats-extra.jsonl",
     "repeats-tune.jsonl",
@@ -29,6 +29,7 @@ const REPEATS: [&str; 7] = [
     "repeats-tune-4.jsonl",
     "repeats-tune-5.jsonl",
     "repeats-tune-6.jsonl",
+    "repeats-tune-7.jsonl",
 ];
 
 fn pooled(scores: &[Score], category: &str) -> Tally {
@@ -87,13 +88,22 @@ fn tuning_repeats() {
             s
         })
         .collect();
-    let rate = |c: &str| pooled(&scores, c).rate();
+    // The last file is checked, not fitted, by the learned repeat judge
+    // (common/tests/rewording_training.rs): its figures stand apart.
+    let (fitted, checked) = scores.split_at(scores.len() - 1);
+    let rate = |c: &str| pooled(fitted, c).rate();
     println!(
         "pooled: exact {:.1}%, near {:.1}%, fresh wrongly blocked {:.1}%",
         100.0 * rate("exact_repeat"),
         100.0 * rate("near_repeat"),
         100.0 * rate("fresh")
     );
+    let check = |c: &str| pooled(checked, c).rate();
+    // repeats-tune-7.jsonl, which the judge is not fitted to: 100%, 90.7%, 21.5% (the
+    // rules alone, before the ninth round's status fix: 100%, 84.4%, 23.7%).
+    assert_eq!(check("exact_repeat"), 1.0);
+    assert!(check("near_repeat") >= 0.9);
+    assert!(check("fresh") <= 0.22);
     // Measured when the gate by meaning landed: 100%, 76.6%, 3.0%; with repeats-tune-2.jsonl
     // added: 100%, 72.5%, 6.0%; after the second round on novelty: 100%, 72.5%, 3.4%; after
     // the third (units, phrasal verbs, "pls"): 100%, 74.4%, 3.4%. With the retired sixth

@@ -325,11 +325,31 @@ fn directs_work(seg: &[&str]) -> bool {
 
 /// A polite request with its object as the subject: a modal, a subject other than a
 /// pronoun, then within a few words a verb of work or "be" with a participle ("could the
-/// session cookie be marked Secure", "can a NetworkPolicy restrict ingress to api"). Not when
-/// the verb asks whether work is finished or checks pass ("can the build finish today",
-/// "could the tests pass now").
+/// session cookie be marked Secure", "can a NetworkPolicy restrict ingress to api", "can the
+/// login form show a checkbox"), or a request for what is possible ("would it be possible
+/// for the view to be cached …"). Not when the verb asks whether work is finished or checks
+/// pass ("can the build finish today", "could the tests pass now"), nor for a report verb
+/// with nothing but report words after it ("can the log show progress").
 fn modal_request(seg: &[&str]) -> bool {
-    if !matches!(seg.first(), Some(&("can" | "could" | "would" | "will"))) {
+    if !matches!(
+        seg.first(),
+        Some(&("can" | "could" | "would" | "will" | "is"))
+    ) {
+        return false;
+    }
+    let settled = |w: &str| DONE_WORDS.contains(w) || STATUS_CHECK_WORDS.contains(w);
+    // "would it be possible (for …) to <verb> …", "is it possible to <verb> …"
+    if let Some(at) = seg.iter().take(4).position(|w| *w == "possible") {
+        let Some(to) = seg[at + 1..].iter().take(8).position(|w| *w == "to") else {
+            return false;
+        };
+        let mut verb = at + 1 + to + 1;
+        if seg.get(verb) == Some(&"be") {
+            verb += 1;
+        }
+        return seg.get(verb).is_some_and(|v| !settled(v));
+    }
+    if seg[0] == "is" {
         return false;
     }
     let pronoun = |w: &str| {
@@ -341,7 +361,6 @@ fn modal_request(seg: &[&str]) -> bool {
     if seg.get(1).is_none_or(|w| pronoun(w)) {
         return false;
     }
-    let settled = |w: &str| DONE_WORDS.contains(w) || STATUS_CHECK_WORDS.contains(w);
     for k in 2..seg.len().min(8) {
         let w = seg[k];
         if w == "be" {
@@ -350,7 +369,7 @@ fn modal_request(seg: &[&str]) -> bool {
                 .is_some_and(|p| (p.ends_with("ed") || p.ends_with("en")) && !settled(p));
         }
         if words::is_base_verb(w) {
-            return !is_report_verb(w) && !settled(w);
+            return !settled(w) && directs_work(&seg[k..]);
         }
     }
     false
@@ -373,6 +392,9 @@ mod tests {
             "Could the session cookie be marked Secure and HttpOnly, with SameSite set to Lax?",
             "Could a NetworkPolicy restrict ingress into api to the ingress-nginx namespace?",
             "can the retry helper take a max attempts argument?",
+            "Can the login form show a 'Remember me' checkbox that keeps the session for 7 days?",
+            "Would it be possible for the category page view to be cached for 10 minutes?",
+            "is it possible to add a --json flag to the export command?",
         ] {
             assert!(!no_work(t), "{t}");
         }
@@ -382,6 +404,8 @@ mod tests {
             "could it be done by friday?",
             "Could you tell me where things stand?",
             "will the migration be finished soon?",
+            "is it possible to be done by friday?",
+            "can the dashboard show progress?",
         ] {
             assert!(no_work(t), "{t}");
         }
