@@ -284,12 +284,17 @@ pub(crate) fn apart(c: &Content, e: &Content, sense: &dyn WordSense) -> Apart {
     if c.len() > MAX_WORDS || e.len() > MAX_WORDS {
         return Apart::default();
     }
-    let new = |a: &[Word], b: &[Word], names: bool| {
-        uncovered(a, b, sense)
+    // The new content words of `a`, and how many of them are names.
+    let new = |a: &[Word], b: &[Word]| {
+        let new: Vec<&Word> = uncovered(a, b, sense)
             .into_iter()
-            .filter(|&i| !a[i].verbal && a[i].substantive && (!names || a[i].named))
-            .count()
+            .map(|i| &a[i])
+            .filter(|w| !w.verbal && w.substantive)
+            .collect();
+        (new.len(), new.iter().filter(|w| w.named).count())
     };
+    let (new_c, names_c) = new(c, e);
+    let (new_e, names_e) = new(e, c);
     // How alike each pair of words is: 1 when the same by any equivalence, else their
     // vectors' cosine; each prompt's cover is the mean of its words' best match.
     let alike: Vec<Vec<f32>> = c
@@ -323,10 +328,10 @@ pub(crate) fn apart(c: &Content, e: &Content, sense: &dyn WordSense) -> Apart {
             .collect(),
     );
     Apart {
-        new_in_candidate: new(c, e, false),
-        new_in_earlier: new(e, c, false),
-        new_names_in_candidate: new(c, e, true),
-        new_names_in_earlier: new(e, c, true),
+        new_in_candidate: new_c,
+        new_in_earlier: new_e,
+        new_names_in_candidate: names_c,
+        new_names_in_earlier: names_e,
         vector_cover_candidate: cover_c,
         vector_cover_earlier: cover_e,
     }

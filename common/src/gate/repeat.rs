@@ -120,6 +120,16 @@ pub struct Lexical {
     memo: Mutex<Vec<MemoEntry>>,
 }
 
+/// What the lexical measure reads of a candidate against one earlier prompt.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Look {
+    pub score: f32,
+    /// The rule that decided the score, or "overlap".
+    pub why: &'static str,
+    pub cover_candidate: f32,
+    pub cover_earlier: f32,
+}
+
 /// Text hash, text, profile.
 type MemoEntry = (u64, Arc<str>, Arc<Profile>);
 
@@ -136,23 +146,27 @@ impl Lexical {
         compare(&profile(candidate), &self.profile_of(earlier))
     }
 
-    /// [`Lexical::explain`] of a candidate already profiled ([`profile`]).
-    pub(crate) fn explain_profiled(&self, c: &Profile, earlier: &str) -> (f32, &'static str) {
-        compare(c, &self.profile_of(earlier))
-    }
-
-    /// How much of a profiled candidate's term weight the earlier prompt has, and how much
-    /// of the earlier prompt's the candidate has.
-    pub(crate) fn coverages_profiled(&self, c: &Profile, earlier: &str) -> (f32, f32) {
+    /// [`Lexical::explain`] of a candidate already profiled ([`profile`]), with how much of
+    /// the candidate's term weight the earlier prompt has and how much of the earlier
+    /// prompt's the candidate has: the earlier prompt is looked up once for all of it.
+    pub(crate) fn look(&self, c: &Profile, earlier: &str) -> Look {
         let h = self.profile_of(earlier);
+        let (score, why) = compare(c, &h);
         let (wc, wh) = (c.total(), h.total());
-        if wc <= 0.0 || wh <= 0.0 {
-            return (0.0, 0.0);
+        let (cover_candidate, cover_earlier) = if wc <= 0.0 || wh <= 0.0 {
+            (0.0, 0.0)
+        } else {
+            (
+                shared_weight(c, &h) / wc,
+                (shared_weight(&h, c) / wh).min(1.0),
+            )
+        };
+        Look {
+            score,
+            why,
+            cover_candidate,
+            cover_earlier,
         }
-        (
-            shared_weight(c, &h) / wc,
-            (shared_weight(&h, c) / wh).min(1.0),
-        )
     }
 
     fn profile_of(&self, text: &str) -> Arc<Profile> {
@@ -1330,24 +1344,25 @@ fn endpoint_form(raw: &str) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn every_synonym_stems_like_the_word_it_stands_for() {
+    /// Every word of `map` reads like the word it folds into, by `read`.
+    fn folds_alike(map: &super::super::lexicon::WordMap, read: fn(&str, &mut String)) {
         let (mut a, mut b) = (String::new(), String::new());
-        for (word, head) in REPEAT_SYNONYMS.pairs() {
-            stem(word, &mut a);
-            stem(head, &mut b);
-            assert_eq!(a, b, "{word:?} stems unlike {head:?}");
+        for (word, head) in map.pairs() {
+            read(word, &mut a);
+            read(head, &mut b);
+            assert_eq!(a, b, "{word:?} reads unlike {head:?}");
         }
     }
 
     #[test]
+    fn every_synonym_stems_like_the_word_it_stands_for() {
+        folds_alike(&REPEAT_SYNONYMS, stem);
+    }
+
+    #[test]
     fn the_thesaurus_folds_every_inflection_for_repeats_only() {
+        folds_alike(&REPEAT_SAME, sense_stem_into);
         let (mut a, mut b) = (String::new(), String::new());
-        for (word, head) in REPEAT_SAME.pairs() {
-            sense_stem_into(word, &mut a);
-            sense_stem_into(head, &mut b);
-            assert_eq!(a, b, "{word:?} reads unlike {head:?}");
-        }
         // No group grows by chaining: the largest holds the ways to say "delete".
         let map = thesaurus();
         let mut sizes = std::collections::HashMap::new();

@@ -157,7 +157,8 @@ pub fn signals(
     sense: &dyn WordSense,
     model: &Embedder,
 ) -> Option<[f32; SIGNALS.len()]> {
-    let (score, why) = lexical.explain_profiled(&c.profile, earlier);
+    let look = lexical.look(&c.profile, earlier);
+    let (score, why) = (look.score, look.why);
     let e_trigrams = trigrams(earlier);
     let common = shared(&c.trigrams, &e_trigrams) as f32;
     let union = (c.trigrams.len() + e_trigrams.len()) as f32 - common;
@@ -166,7 +167,6 @@ pub fn signals(
         return None;
     }
     let cover = common / c.trigrams.len().max(1) as f32;
-    let (cc, ch) = lexical.coverages_profiled(&c.profile, earlier);
     let e = novelty::read(earlier, sense);
     let new = match novelty::novelty_of(&c.content, &e, sense) {
         None => 0,
@@ -180,8 +180,8 @@ pub fn signals(
     x[1] = cosine(&c.vector, &model.embed(earlier));
     x[2] = jaccard;
     x[3] = cover;
-    x[4] = cc;
-    x[5] = ch;
+    x[4] = look.cover_candidate;
+    x[5] = look.cover_earlier;
     x[6] = (c.words as f32).ln_1p();
     x[7] = (earlier.split_whitespace().count() as f32).ln_1p();
     x[8] = if new == 0 { score } else { 0.0 };
