@@ -579,3 +579,32 @@ fn older_codex_composer_and_status_are_read() {
         "{d:?}"
     );
 }
+
+/// Codex draws its empty composer before its session is ready; an Enter pressed then is
+/// dropped. The header's `loading` (where the working directory goes) keeps KARL's hands
+/// off, and the same screen with the directory in its place is idle again.
+#[test]
+fn codex_still_loading_is_not_idle() {
+    decided(
+        "cx-startup-120x40__loading",
+        PaneState::Working,
+        "codex/starting",
+    );
+    decided(
+        "cx-startup-120x40__waiting",
+        PaneState::Working,
+        "codex/waiting-for-startup",
+    );
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/panes");
+    let meta: CaptureMeta = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("cx-startup-120x40__loading.json")).unwrap(),
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(dir.join("cx-startup-120x40__loading.txt")).unwrap();
+    for cwd in ["/tmp/cxr/proj", "~/src/loading"] {
+        let ready = text.replacen("     loading\n", &format!("     {cwd}\n"), 1);
+        assert_ne!(ready, text);
+        let d = classify_capture(detector(), &ready, None, &meta);
+        assert_eq!(d.state, PaneState::Idle, "{cwd}: {d:?}");
+    }
+}
