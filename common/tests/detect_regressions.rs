@@ -601,8 +601,21 @@ fn codex_still_loading_is_not_idle() {
     )
     .unwrap();
     let text = std::fs::read_to_string(dir.join("cx-startup-120x40__loading.txt")).unwrap();
-    for cwd in ["/tmp/cxr/proj", "~/src/loading"] {
-        let ready = text.replacen("     loading\n", &format!("     {cwd}\n"), 1);
+    // Seen from the bottom only (the header scrolled off): the bare hint without the status
+    // line above it.
+    let bottom: String = text.lines().skip(20).collect::<Vec<_>>().join("\n");
+    assert!(!bottom.contains("loading"));
+    let d = classify_capture(detector(), &bottom, None, &meta);
+    assert_eq!(d.state, PaneState::Working, "{d:?}");
+    // Ready: the directory in the header, the status line and the full hint in the footer.
+    for cwd in ["/tmp/proj", "~/src/loading"] {
+        let ready = text
+            .replacen("     loading\n", &format!("     {cwd}\n"), 1)
+            .replacen(
+                "  ? for shortcuts",
+                &format!("  gpt-5-codex default · {cwd}\n  ← for agents · ? for shortcuts"),
+                1,
+            );
         assert_ne!(ready, text);
         let d = classify_capture(detector(), &ready, None, &meta);
         assert_eq!(d.state, PaneState::Idle, "{cwd}: {d:?}");
