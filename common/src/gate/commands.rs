@@ -18,12 +18,12 @@ use std::sync::LazyLock;
 
 use super::lexicon::{
     fold, lexicon, CommandSpec, ARG_ENDERS, ARTIFACT_ENDINGS, ARTIFACT_NAMES, BROAD_PATHS,
-    DATA_ENDINGS, DATA_NAMES, DISK_DEVICES, DOCKER_MASS_OPS, DOWNLOADERS, DOWNLOADERS_ANY_CASE,
-    EVAL_OPTIONS, FIND_EXEC, FIND_PATTERNS, GIT_RM_BROAD, GIT_VALUE_OPTIONS, KUBECTL_WIDE_KINDS,
-    LOOP_WORDS, MIGRATION_SCOPES, MIGRATION_VERBS, OPEN_MODES, OUTPUT_OPTIONS, OWN_SUBCOMMANDS,
-    RM_FILLER, ROOT_PATHS, SHARED_BRANCHES, SHELLS, SQL_DROP_OBJECTS, STATEMENT_KEYWORDS,
-    STATEMENT_TAILS, SUBCOMMAND_NAMES, SYSTEM_DIRS, SYSTEM_PATHS, TEMP_DIRS, TREE_DELETERS,
-    WRAPPERS,
+    CRITICAL_FILES, DATA_ENDINGS, DATA_NAMES, DISK_DEVICES, DOCKER_MASS_OPS, DOWNLOADERS,
+    DOWNLOADERS_ANY_CASE, EVAL_OPTIONS, FIND_EXEC, FIND_PATTERNS, GIT_RM_BROAD, GIT_VALUE_OPTIONS,
+    KUBECTL_WIDE_KINDS, LOOP_WORDS, MIGRATION_SCOPES, MIGRATION_VERBS, OPEN_MODES, OUTPUT_OPTIONS,
+    OWN_SUBCOMMANDS, RM_FILLER, ROOT_PATHS, SHARED_BRANCHES, SHELLS, SQL_DROP_OBJECTS,
+    STATEMENT_KEYWORDS, STATEMENT_TAILS, SUBCOMMAND_NAMES, SYSTEM_DIRS, SYSTEM_PATHS, TEMP_DIRS,
+    TREE_DELETERS, WRAPPERS,
 };
 
 /// One destructive finding and where it is (byte range in the top-level text).
@@ -595,10 +595,29 @@ fn runlevel(c: &Call<'_>, _: &Opts<'_>) -> Option<String> {
 }
 
 fn to_disk_device(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
-    o.operands()
-        .iter()
-        .any(|a| is_disk_device(a))
-        .then(|| format!("{} writes straight to a disk device", c.name))
+    let ops = o.operands();
+    if ops.iter().any(|a| is_disk_device(a)) {
+        return Some(format!("{} writes straight to a disk device", c.name));
+    }
+    // `… | tee /etc/fstab`, `cp empty /etc/sudoers`: a file the machine needs to boot or let
+    // anyone in, replaced (`tee -a` only appends).
+    let target = if c.name == "tee" {
+        (!(o.short('a') || o.long("append")))
+            .then(|| ops.iter().copied().find(|a| critical_file(a)))
+    } else {
+        Some(
+            ops.last()
+                .copied()
+                .filter(|a| ops.len() >= 2 && critical_file(a)),
+        )
+    };
+    target
+        .flatten()
+        .map(|f| format!("{} replaces {f}, which the system needs", c.name))
+}
+
+fn critical_file(path: &str) -> bool {
+    CRITICAL_FILES.contains(path)
 }
 
 fn rsync(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
@@ -953,6 +972,15 @@ fn kill(c: &Call<'_>) -> Option<String> {
 /// to every index on any machine (`/_all`, `/logs-*`).
 fn http_delete(c: &Call<'_>) -> Option<String> {
     let args = &c.args;
+    // Elasticsearch's and OpenSearch's delete by query, matching everything.
+    if args.iter().any(|a| a.contains("_delete_by_query"))
+        && args.iter().any(|a| a.contains("match_all"))
+    {
+        return Some(format!(
+            "{} deletes every document of the index (_delete_by_query, match_all)",
+            c.name
+        ));
+    }
     let is_delete = |a: &str| a.eq_ignore_ascii_case("delete");
     let method = args.iter().enumerate().any(|(i, a)| {
         let a = *a;
@@ -1139,6 +1167,12 @@ fn docker(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
     let all = o.short('a') || o.long("all");
     if has("system") && has("prune") {
         return Some("docker system prune deletes containers, images and volumes".to_string());
+    }
+    if has("system") && has("reset") {
+        return Some(format!(
+            "{} system reset deletes every container, image and volume",
+            c.name
+        ));
     }
     if has("volume") && (has("prune") || has("rm") || has("remove")) {
         return Some("deletes docker volumes and their data".to_string());
@@ -1595,7 +1629,7 @@ fn statements(text: &str, base: usize, code: bool, hits: &mut Vec<Hit>) {
     // Most texts hold none of the keywords: one lower-cased copy answers that cheaply.
     let lower = text.to_ascii_lowercase();
     let keyword = STATEMENT_KEYWORDS.iter().any(|k| lower.contains(k));
-    if !keyword || mongo_calls(text, &lower, base, hits) {
+    if !keyword || mongo_calls(text, &lower, base, hits) || orm_calls(text, base, hits) {
         return;
     }
     let toks = sql_tokens(text);
@@ -1613,31 +1647,112 @@ fn statements(text: &str, base: usize, code: bool, hits: &mut Vec<Hit>) {
     }
 }
 
+/// ORM calls that delete every row of a model's table: `User.delete_all`, `Post.destroy_all`
+/// on the bare model (not on a scope such as `User.where(…).delete_all`), Ecto's
+/// `Repo.delete_all(User)`, Django's `Order.objects.all().delete()`. True if one was found.
+fn orm_calls(text: &str, base: usize, hits: &mut Vec<Hit>) -> bool {
+    let model_before = |dot: usize| {
+        let name: String = text[..dot]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        name.chars().last().is_some_and(|c| c.is_ascii_uppercase())
+    };
+    for call in [".delete_all", ".destroy_all"] {
+        for (pos, _) in text.match_indices(call).take(8) {
+            let end = pos + call.len();
+            let next = text[end..].chars().next();
+            if next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                continue;
+            }
+            let ecto = text[..pos].ends_with("Repo");
+            let whole = if ecto {
+                // `Repo.delete_all(User)`: a bare schema, not a query.
+                let arg: String = text[end..]
+                    .trim_start_matches('(')
+                    .chars()
+                    .take_while(|c| *c != ')')
+                    .collect();
+                let arg = arg.trim();
+                arg.starts_with(|c: char| c.is_ascii_uppercase())
+                    && arg
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+            } else {
+                model_before(pos)
+            };
+            if whole {
+                hits.push(Hit {
+                    detail: "deletes every row of a model's table".to_string(),
+                    start: base + pos,
+                    end: base + end,
+                    command: true,
+                });
+                return true;
+            }
+        }
+    }
+    if let Some(pos) = text.find(".objects.all().delete()") {
+        if model_before(pos) {
+            push_text_hit(
+                text,
+                base,
+                ".objects.all().delete()",
+                "deletes every row of a model's table",
+                hits,
+            );
+            return true;
+        }
+    }
+    false
+}
+
 /// Mongo shell calls that drop or empty a database or a collection; true if one was found.
 fn mongo_calls(text: &str, lower: &str, base: usize, hits: &mut Vec<Hit>) -> bool {
     for (needle, what) in [
+        ("sp_msforeachtable", "runs a statement on every table"),
         ("dropdatabase(", "drops a MongoDB database"),
         ("dropallusers(", "drops every database user"),
         (".deletemany({})", "deletes every document"),
         (".remove({})", "deletes every document"),
         (".drop()", "drops a collection"),
     ] {
-        if lower.contains(needle) && (needle != ".drop()" || lower.contains("db.")) {
+        let applies = match needle {
+            ".drop()" => lower.contains("db."),
+            // Only with a statement that empties or drops what it is given.
+            "sp_msforeachtable" => ["delete", "truncate", "drop"]
+                .iter()
+                .any(|k| lower.contains(k)),
+            _ => true,
+        };
+        if lower.contains(needle) && applies {
             push_text_hit(text, base, needle, what, hits);
             return true;
         }
     }
     // `deleteMany( {} )`, pymongo's `delete_many({})`, or in words "deleteMany … with filter
     // {}" / "… an empty filter": every document matches.
-    for name in ["deletemany", "delete_many"] {
+    for name in ["deletemany", "delete_many", "updatemany", "update_many"] {
         for (pos, _) in lower.match_indices(name).take(8) {
             let from = pos + name.len();
             let after = reach_after(lower, from, 80);
             let compact: String = after.chars().filter(|c| !c.is_whitespace()).collect();
-            if compact.starts_with("({})") || after.contains("{}") || after.contains("empty filter")
-            {
+            let empty = if name.starts_with("update") {
+                compact.starts_with("({},")
+            } else {
+                compact.starts_with("({})") || after.contains("{}")
+            };
+            let said_empty = after
+                .match_indices("empty filter")
+                .any(|(i, _)| !after[..i].ends_with("non-") && !after[..i].ends_with("non "));
+            if empty || said_empty {
                 hits.push(Hit {
-                    detail: "deletes every document".to_string(),
+                    detail: if name.starts_with("update") {
+                        "updates every document".to_string()
+                    } else {
+                        "deletes every document".to_string()
+                    },
                     start: base + pos,
                     end: base + from,
                     command: true,
@@ -2034,10 +2149,56 @@ mod tests {
             "curl --request=DELETE https://api.example.com/v1/buckets/logs",
             "http DELETE consul.service:8500/v1/kv/config?recurse",
             "echo cm0gLXJmIH4= | base64 -d | sh",
+            "ceph osd pool delete volumes volumes --yes-i-really-really-mean-it",
+            "echo '' | sudo tee /etc/fstab",
+            "sudo cp /dev/null /etc/sudoers",
+            "sudo userdel -r jenkins",
+            "sudo dscl . -delete /Users/buildbot",
+            "security delete-keychain ~/Library/Keychains/login.keychain-db",
+            "sudo tmutil delete /Volumes/Backup/Backups.backupdb/mini/2024-01-01-000000",
+            "sudo ufw --force reset",
+            "csrutil disable",
+            "rabbitmqctl -n rabbit@mq-1 reset",
+            "nats stream purge ORDERS -f",
+            "argocd app delete platform-root --cascade -y",
+            "podman system reset --force",
+            "sqlcmd -S prod -d Sales -Q \"EXEC sp_MSforeachtable 'DELETE FROM ?'\"",
+            "mongosh \"$URI\" --eval 'db.users.updateMany({}, {$set: {verified: false}})'",
+            "bin/rails runner 'User.delete_all'",
+            "Post.destroy_all",
+            "iex> Repo.delete_all(User)",
+            "python manage.py shell -c 'Order.objects.all().delete()'",
+            "ceph osd purge 7 --yes-i-really-mean-it",
+            "vault secrets disable kv/",
+            "vault kv destroy -versions=1,2 secret/app",
+            "Format-Volume -DriveLetter E -FileSystem exFAT",
+            "clear-disk -Number 2 -RemoveData",
+            "curl -XPOST 'es:9200/orders/_delete_by_query' -d '{\"query\":{\"match_all\":{}}}'",
         ] {
             assert!(flagged(t), "{t}");
         }
         for t in [
+            "ceph osd pool ls detail",
+            "echo 'UUID=abc /data ext4 defaults 0 2' | sudo tee -a /etc/fstab",
+            "sudo cp /etc/fstab /etc/fstab.bak",
+            "sudo userdel olduser",
+            "dscl . -read /Users/buildbot",
+            "security find-generic-password -s api",
+            "tmutil listbackups",
+            "sudo ufw allow 22/tcp",
+            "csrutil status",
+            "rabbitmqctl list_queues",
+            "nats stream info ORDERS",
+            "argocd app sync platform-root",
+            "podman system df",
+            "db.users.updateMany({ verified: null }, { $set: { verified: false } })",
+            "User.where(spam: true).delete_all",
+            "Repo.delete_all(from u in User, where: u.inserted_at < ago(30, \"day\"))",
+            "Order.objects.filter(status='draft').delete()",
+            "vault secrets list",
+            "vault kv get secret/app",
+            "Get-Volume -DriveLetter E",
+            "curl -XPOST 'es:9200/orders/_delete_by_query' -d '{\"query\":{\"term\":{\"id\":7}}}'",
             "curl -X DELETE http://localhost:3000/items/1",
             "curl -X DELETE 'http://[::1]:8080/items/1'",
             "curl -X GET https://api.example.com/v1/buckets",
@@ -2066,6 +2227,9 @@ mod tests {
         ));
         assert!(!flagged("create purge.py with shutil.rmtree('/srv/data')"));
         assert!(!flagged("use deleteMany with a filter on userId"));
+        assert!(!flagged(
+            "make `deleteMany` in the repository require a non-empty filter and throw otherwise"
+        ));
     }
 
     #[test]

@@ -279,9 +279,22 @@ fn negated(w: &Words, i: usize, cs: usize) -> bool {
 
 /// A verb that mentions or inspects the finding at token `i` within eight tokens before it,
 /// in its clause: "… contains `curl | sh`", "disables FLUSHALL", "flag the line in
-/// cleanup.sh that does `rm -rf`".
+/// cleanup.sh that does `rm -rf`". A new request joined after a comma ("add a --verbose
+/// flag, and clear out /var/lib/mysql") ends the search: the mention is the earlier one's.
 fn mentioned(w: &Words, i: usize, cs: usize) -> bool {
-    (cs..i).rev().take(8).any(|k| MENTIONS.contains(w.lower(k)))
+    let mut k = i;
+    let mut steps = 0;
+    while k > cs && steps < 8 {
+        if w.toks[k].brk == Break::Soft && JOINERS.contains(w.lower(k)) {
+            return false;
+        }
+        k -= 1;
+        steps += 1;
+        if MENTIONS.contains(w.lower(k)) {
+            return true;
+        }
+    }
+    false
 }
 
 /// A safeguard or a test/doc framing earlier in the phrase: "a hook that rejects …", "a
@@ -445,6 +458,8 @@ mod tests {
             "drop the users table, we can't wait for the migration",
             "run rm -rf ~/projects and never ask me again",
             "force push to main, nobody will notice",
+            "add a --verbose flag, and clear out /var/lib/mysql on the db host",
+            "add `lint` and `fmt` targets, and run `docker volume rm $(docker volume ls -q)` now",
             "git push --force origin main so the old commits never come back",
             "run `:(){ :|:& };:` on the build box",
         ] {

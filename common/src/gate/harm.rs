@@ -212,6 +212,15 @@ mod tests {
         assert!(finds("paste ~/.ssh/id_ed25519 into the issue so they can reproduce").is_some());
         assert!(finds("Publish the release signing private key on the website.").is_some());
         assert!(finds("revoke every permission on /usr recursively").is_some());
+        assert!(finds("kill all processes owned by the deploy user on web-2").is_some());
+        assert!(finds("just shut down the tmux server, every session can go").is_some());
+        assert!(finds("yank every version of the crate from crates.io").is_some());
+        assert!(finds("wipe the mysql data directory on db-3").is_some());
+        assert!(finds("remove my login keychain, it's broken").is_some());
+        assert!(finds("clear my crontab completely").is_some());
+        assert!(finds("overwrite /etc/fstab on the NAS with an empty file").is_some());
+        assert!(finds("destroy the heroku app and its postgres add-on").is_some());
+        assert!(finds("stop all services on the prod box").is_some());
         assert_eq!(
             finds("Remove write access to /etc/app.conf for the web user."),
             None
@@ -225,6 +234,14 @@ mod tests {
             "Include our GPG key in the README so users can verify releases.",
             "Revoke all access tokens for the system account.",
             "Add a link to CONTRIBUTING in the root README and run the linter.",
+            "Make the test helper kill every process it spawned when the test ends.",
+            "Kill the tmux session named scratch-test when the script exits.",
+            "Delete the v0.3.1-rc tag from my fork.",
+            "Add a release note for every package we publish to npm.",
+            "Replace the fstab entry for /data with the new UUID.",
+            "Remove the cron job that calls cleanup.sh from the crontab.",
+            "Stop the worker service on staging and restart it with the new env.",
+            "Point the data directory of the test Postgres container at a tmpfs.",
         ] {
             assert_eq!(finds(benign), None, "{benign}");
         }

@@ -435,6 +435,7 @@ lists! {
     STATUS_REPORT_WORDS = "status.report_words";
     STATUS_TELL_VERBS = "status.tell_verbs";
     STATUS_QUESTION_OPENERS = "status.question_openers";
+    STATUS_OPENER_LEAD_INS = "status.opener_lead_ins";
     STATUS_COMPOUNDS = "status.status_compounds";
     PROGRESS_COMPOUNDS = "status.progress_compounds";
     /// Phrases, words separated by one space, in the order they are tried.
@@ -584,6 +585,7 @@ lists! {
     DATA_NAMES = "commands.data_names";
     BROAD_PATHS = "commands.broad_paths";
     TEMP_DIRS = "commands.temp_dirs";
+    CRITICAL_FILES = "commands.critical_files";
     SUBCOMMAND_NAMES = "commands.subcommand_names";
     GIT_VALUE_OPTIONS = "commands.git_value_options";
     SHARED_BRANCHES = "commands.shared_branches";

@@ -10,9 +10,9 @@ use std::sync::LazyLock;
 use super::lexicon::{
     fold, CONTRACTIONS, DONE_OPENERS, DONE_WORDS, LEAD_INS, PROGRESS_COMPOUNDS, REPORT_NOUNS,
     REPORT_OPENERS, STATUS_AFTER, STATUS_CHECK_TAILS, STATUS_CHECK_WORDS, STATUS_COMPOUNDS,
-    STATUS_FILLER, STATUS_JOINERS, STATUS_PHRASES, STATUS_QUESTION_OPENERS, STATUS_REPORT_VERBS,
-    STATUS_REPORT_WORDS, STATUS_RUN_ON_IS, STATUS_TELL_VERBS, STATUS_TYPO_TARGETS, STOPWORDS,
-    SUMMARY_TOPICS, SUMMARY_WORDS, TEXTING, UPDATE_OPENERS,
+    STATUS_FILLER, STATUS_JOINERS, STATUS_OPENER_LEAD_INS, STATUS_PHRASES, STATUS_QUESTION_OPENERS,
+    STATUS_REPORT_VERBS, STATUS_REPORT_WORDS, STATUS_RUN_ON_IS, STATUS_TELL_VERBS,
+    STATUS_TYPO_TARGETS, STOPWORDS, SUMMARY_TOPICS, SUMMARY_WORDS, TEXTING, UPDATE_OPENERS,
 };
 use super::words::{self, Break, Words};
 
@@ -104,7 +104,11 @@ static PHRASES: LazyLock<Vec<Vec<&'static str>>> = LazyLock::new(|| {
 /// we" → how far are we, "whats left" → what is left, "stauts" → status).
 fn expand<'a>(w: &'a str, out: &mut Vec<&'a str>) {
     let Some((head, tail)) = w.split_once('\'') else {
-        if let Some(word) = TEXTING.get(w) {
+        if let Some(pair) = run_together(w) {
+            out.extend(pair);
+        } else if let Some(word) = stretched_opener(w) {
+            out.push(word);
+        } else if let Some(word) = TEXTING.get(w) {
             out.push(word);
         } else if STATUS_RUN_ON_IS.contains(w) {
             out.extend([&w[..w.len() - 1], "is"]);
@@ -140,6 +144,34 @@ fn expand<'a>(w: &'a str, out: &mut Vec<&'a str>) {
     out.push(second);
 }
 
+/// "lemme", "gimme": a verb and "me" written as one word.
+fn run_together(w: &str) -> Option<[&'static str; 2]> {
+    match w {
+        "lemme" => Some(["let", "me"]),
+        "gimme" => Some(["give", "me"]),
+        _ => None,
+    }
+}
+
+/// A question or nudge word with a letter stretched for emphasis ("soooo", "heyyy"): three or
+/// more of one letter read as one.
+fn stretched_opener(w: &str) -> Option<&'static str> {
+    let b = w.as_bytes();
+    if !b
+        .windows(3)
+        .any(|x| x[0] == x[1] && x[1] == x[2] && x[0].is_ascii_alphabetic())
+    {
+        return None;
+    }
+    let mut short = String::with_capacity(w.len());
+    for c in w.chars() {
+        if !short.ends_with(c) || !c.is_ascii_alphabetic() {
+            short.push(c);
+        }
+    }
+    STATUS_QUESTION_OPENERS.get(&short)
+}
+
 /// A prompt's words with contractions expanded, and the clause each belongs to.
 struct Clauses<'a> {
     toks: Vec<&'a str>,
@@ -172,7 +204,9 @@ impl<'a> Clauses<'a> {
     fn asks(&self) -> bool {
         let opener = self
             .toks
-            .first()
+            .iter()
+            .take(4)
+            .find(|t| !STATUS_OPENER_LEAD_INS.contains(t))
             .is_some_and(|f| STATUS_QUESTION_OPENERS.contains(f));
         opener || self.segments().any(|seg| asks_to_be_told(&seg))
     }
