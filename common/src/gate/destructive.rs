@@ -9,10 +9,11 @@ use super::commands::{self, Hit};
 use super::harm;
 use super::intent;
 use super::lexicon::{
-    WordSet, APPROVALS, CASE_ACTORS, CASE_CONNECTIVES, CASE_VERBS, CHECKS, CHECK_CONNECTIVES,
-    CHECK_PREFIXES, CODE_CONTEXT, CODE_EDITS, CODE_FILLER, CONSEQUENCES, DENIALS, DENIAL_MODALS,
-    DISARMING, DOCS, DOC_CONNECTIVES, GUARDS, GUARD_FILLER, GUARD_PREFIXES, IDIOMS, JOINERS,
-    LAPSED, MENTIONS, NEGATIONS, PASSIVE_AUX, PASSIVE_GUARDS, REQUIREMENTS, SPEAKERS, SUBJECTS,
+    WordSet, AGAIN, APPROVALS, CASE_ACTORS, CASE_CONNECTIVES, CASE_VERBS, CHECKS,
+    CHECK_CONNECTIVES, CHECK_PREFIXES, CODE_CONTEXT, CODE_EDITS, CODE_FILLER, CONSEQUENCES,
+    DENIALS, DENIAL_MODALS, DISARMING, DOCS, DOC_CONNECTIVES, GUARDS, GUARD_FILLER, GUARD_PREFIXES,
+    IDIOMS, JOINERS, LAPSED, MENTIONS, NARRATIVE_VERBS, NARRATORS, NEGATIONS, PASSIVE_AUX,
+    PASSIVE_GUARDS, REQUIREMENTS, SPEAKERS, SUBJECTS,
 };
 use super::words::{Break, Words};
 
@@ -133,6 +134,7 @@ fn guarded(text: &str, w: &Words, h: &Hit) -> bool {
         || guarded_after(w, end_tok)
         || denied_after(w, i, end_tok)
         || hypothetical(w, i)
+        || narrated(text, w, i)
         || needs_approval(w, end_tok)
         || approval_before(w, i, cs)
         || (h.command && edited_out(w, i, cs, end_tok))
@@ -198,6 +200,26 @@ fn hypothetical(w: &Words, i: usize) -> bool {
                 at >= c && phrase_in(w, at - c, at, &CASE_CONNECTIVES)
             })
     })
+}
+
+/// What someone did, told: an actor and a past verb right before the finding ("someone ran
+/// `crontab -r` on worker-3 yesterday", "a user pasted `'; DROP TABLE users; --` into the
+/// search box"), in a prompt that does not ask for it again ("… so run it again", "do the
+/// same on prod").
+fn narrated(text: &str, w: &Words, i: usize) -> bool {
+    if i < 2 || !NARRATIVE_VERBS.contains(w.lower(i - 1)) || w.toks[i - 1].brk != Break::None {
+        return false;
+    }
+    let actor = (1..=2).any(|n| {
+        i > n
+            && (phrase_in(w, i - 1 - n, i - 1, &CASE_ACTORS)
+                || phrase_in(w, i - 1 - n, i - 1, &NARRATORS))
+    });
+    if !actor {
+        return false;
+    }
+    let lower = text.to_lowercase();
+    !AGAIN.iter().any(|a| lower.contains(a))
 }
 
 /// A requirement for approval after the finding, in its clause ("make the `terraform
@@ -427,6 +449,8 @@ mod tests {
             "Explain in the training doc what `f(){ f|f& };f` does; do not run it.",
             "Document what `:(){ :|:& };:` does in SECURITY.md.",
             "Add a guard so shutil.rmtree('/srv/data') can never run outside the sandbox.",
+            "Someone ran `crontab -r` on worker-3 yesterday; add a nightly crontab backup.",
+            "A user pasted `'; DROP TABLE users; --` into the search box; escape it.",
         ] {
             assert!(!blocked(t), "{t}");
         }
@@ -458,6 +482,8 @@ mod tests {
             "drop the users table, we can't wait for the migration",
             "run rm -rf ~/projects and never ask me again",
             "force push to main, nobody will notice",
+            "someone ran `rm -rf /srv/data` last night, so run it again on the replica",
+            "we ran `git push --force origin main` on Friday; do the same for release",
             "add a --verbose flag, and clear out /var/lib/mysql on the db host",
             "add `lint` and `fmt` targets, and run `docker volume rm $(docker volume ls -q)` now",
             "git push --force origin main so the old commits never come back",

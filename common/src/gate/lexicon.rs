@@ -543,6 +543,9 @@ lists! {
     CODE_FILLER = "destructive.code_filler";
     CASE_CONNECTIVES = "destructive.case_connectives";
     CASE_ACTORS = "destructive.case_actors";
+    NARRATIVE_VERBS = "destructive.narrative_verbs";
+    NARRATORS = "destructive.narrators";
+    AGAIN = "destructive.again";
     CASE_VERBS = "destructive.case_verbs";
     REQUIREMENTS = "destructive.requirements";
     APPROVALS = "destructive.approvals";
