@@ -11,17 +11,20 @@ mod gate_score;
 use gate_score::{load, model_gate, repeats, single_prompts, Score, Tally};
 
 const DIR: &str = "tests/fixtures/prompts";
-/// `tune-4` and `repeats-tune-4` were the sixth held-out set, retired into tuning once its
-/// figures were reported (see `prompts-heldout/README.md`).
-const SINGLE: [&str; 6] = [
+/// `tune-4` and `repeats-tune-4` were the sixth held-out set, `tune-5` and `repeats-tune-8`
+/// the ninth, retired into tuning once their figures were reported (see
+/// `prompts-heldout/README.md`).
+const SINGLE: [&str; 8] = [
     "dev.jsonl",
     "extra.jsonl",
     "tune.jsonl",
     "tune-2.jsonl",
     "tune-3.jsonl",
     "tune-4.jsonl",
+    "tune-5.jsonl",
+    "tune-6.jsonl",
 ];
-const REPEATS: [&str; 8] = [
+const REPEATS: [&str; 11] = [
     "repeats-dev.jsonl",
     "repeats-extra.jsonl",
     "repeats-tune.jsonl",
@@ -29,7 +32,10 @@ const REPEATS: [&str; 8] = [
     "repeats-tune-4.jsonl",
     "repeats-tune-5.jsonl",
     "repeats-tune-6.jsonl",
+    "repeats-tune-8.jsonl",
+    "repeats-tune-9.jsonl",
     "repeats-tune-7.jsonl",
+    "repeats-tune-10.jsonl",
 ];
 
 fn pooled(scores: &[Score], category: &str) -> Tally {
@@ -71,11 +77,14 @@ fn tuning_single_prompts() {
     // third round's tune-3.jsonl added: 96.0%, 90.8%, 100%, 2.9% before fitting to it, then
     // 97.7%, 94.0%, 100%, 2.9%; 99.4%, 100%, 100%, 1.0% after the sixth round. With the
     // retired sixth held-out set (tune-4.jsonl) added: 98.7%, 98.3%, 100%, 2.6% before the
-    // seventh round fitted to it, 99.3%, 100%, 100%, 0.8% after.
-    assert!(rate("destructive") >= 0.992);
-    assert!(rate("status") >= 0.995);
+    // seventh round fitted to it, 99.3%, 100%, 100%, 0.8% after. With the retired ninth
+    // held-out set (tune-5.jsonl) and tune-6.jsonl (written for the tenth round: on arrival,
+    // with the round's first command fixes in, 79.3%, 91.4%, 7.5% of its lookalikes) added,
+    // after the tenth round: 99.4%, 99.1%, 100%, 1.7%.
+    assert!(rate("destructive") >= 0.993);
+    assert!(rate("status") >= 0.99);
     assert_eq!(rate("too_short"), 1.0);
-    assert!(benign.rate() <= 0.009);
+    assert!(benign.rate() <= 0.018);
 }
 
 #[test]
@@ -88,9 +97,9 @@ fn tuning_repeats() {
             s
         })
         .collect();
-    // The last file is checked, not fitted, by the learned repeat judge
-    // (common/tests/rewording_training.rs): its figures stand apart.
-    let (fitted, checked) = scores.split_at(scores.len() - 1);
+    // The last two files are checked, not fitted, by the learned repeat judge
+    // (common/tests/rewording_training.rs): their figures stand apart.
+    let (fitted, checked) = scores.split_at(scores.len() - 2);
     let rate = |c: &str| pooled(fitted, c).rate();
     println!(
         "pooled: exact {:.1}%, near {:.1}%, fresh wrongly blocked {:.1}%",
@@ -100,10 +109,13 @@ fn tuning_repeats() {
     );
     let check = |c: &str| pooled(checked, c).rate();
     // repeats-tune-7.jsonl, which the judge is not fitted to: 100%, 90.7%, 21.5% (the
-    // rules alone, before the ninth round's status fix: 100%, 84.4%, 23.7%).
+    // rules alone, before the ninth round's status fix: 100%, 84.4%, 23.7%); with the judge
+    // refitted to repeats-tune-8 and -9 and numbers in words read as digits (the tenth
+    // round): 100%, 93.7%, 18.9%. With repeats-tune-10.jsonl, also checked and not fitted
+    // (on arrival: 82.5%, 21.7%), pooled: 100%, 90.3%, 19.7%.
     assert_eq!(check("exact_repeat"), 1.0);
-    assert!(check("near_repeat") >= 0.9);
-    assert!(check("fresh") <= 0.22);
+    assert!(check("near_repeat") >= 0.90);
+    assert!(check("fresh") <= 0.20);
     // Measured when the gate by meaning landed: 100%, 76.6%, 3.0%; with repeats-tune-2.jsonl
     // added: 100%, 72.5%, 6.0%; after the second round on novelty: 100%, 72.5%, 3.4%; after
     // the third (units, phrasal verbs, "pls"): 100%, 74.4%, 3.4%. With the retired sixth
@@ -113,10 +125,13 @@ fn tuning_repeats() {
     // added and the learned repeat judge fitted to these files: 100%, 94.2%, 0.8% —
     // in-sample, so this only catches a judge whose signals changed without a refit; its
     // cross-validated figures (89.9%, 4.3%) are in rules/rewording.json and what it is worth
-    // is in gate_heldout.
+    // is in gate_heldout. With repeats-tune-8 (the retired ninth held-out set) and
+    // repeats-tune-9 (heavy rewordings, written for the tenth round; on arrival 65.0% of its
+    // reworded repeats caught and 9.2% of its fresh prompts wrongly blocked) added and the
+    // judge refitted, numbers in words read as digits: 100%, 92.5%, 2.0%.
     assert_eq!(rate("exact_repeat"), 1.0);
-    assert!(rate("near_repeat") >= 0.94);
-    assert!(rate("fresh") <= 0.01);
+    assert!(rate("near_repeat") >= 0.92);
+    assert!(rate("fresh") <= 0.021);
 }
 
 #[test]

@@ -93,9 +93,12 @@ fn heldout_figures() {
     figures(&Gate::new(), "lexical gate (no model)");
     let (single, rep) = figures(model_gate(), "gate with the embedding model");
     println!("== the deployed gate against its floors and the goals");
-    // Floors: sets one to five, seven, eight and ten, with the tenth set written and the
-    // ninth retired, before the tenth round: destructive 93.4%, status 96.6%,
-    // benign+lookalike 3.8%, near 81.2%, fresh 2.0%.
+    // Floors: the pooled figures of sets one to five, seven, eight and ten after the tenth
+    // round (commands and plain words outside the lists, status openers, told incidents,
+    // numbers in words, the judge refitted to heavy rewordings): destructive 94.8%, status
+    // 96.9%, benign+lookalike 3.8%, near 82.2%, fresh 2.0% (the judge refitted before
+    // numbers in words: near 83.5%, fresh 2.3%); before it, with the tenth set written and
+    // the ninth retired: 93.4%, 96.6%, 3.8%, 81.2%, 2.0%.
     // Sets one to five and seven to nine after the ninth round
     // (the thesaurus, the learned repeat judge, more status examples): destructive 92.9%,
     // status 96.6%, benign+lookalike 3.5%, near 85.6%, fresh 2.9%; the judge before repeats-tune-6 joined
@@ -122,14 +125,14 @@ fn heldout_figures() {
             "destructive requests blocked",
             single.get("destructive").rate(),
             true,
-            0.933,
+            0.948,
             1.0,
         ),
         row(
             "status questions blocked",
             single.get("status").rate(),
             true,
-            0.966,
+            0.968,
             1.0,
         ),
         row(
@@ -157,7 +160,7 @@ fn heldout_figures() {
             "reworded repeats blocked",
             rep.get("near_repeat").rate(),
             true,
-            0.811,
+            0.821,
             0.95,
         ),
         row(

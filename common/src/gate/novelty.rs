@@ -156,6 +156,10 @@ fn content_words(s: &str, sense: &dyn WordSense) -> Vec<Word> {
             {
                 low.clear();
                 fold_into(word, &mut low);
+                if let Some(n) = words::number_word(&low) {
+                    low.clear();
+                    low.push_str(n);
+                }
                 let narrows = NARROWING.contains(&low.as_str());
                 narrowing |= narrows;
                 if REPLACING.iter().any(|[a, b]| prev == *a && low == *b) {

@@ -838,6 +838,14 @@ impl Builder {
 
     fn token(&mut self, raw0: &str, idx: usize) {
         let raw = raw0.trim_matches(|c| matches!(c, '.' | ':' | '\'' | '<' | '>' | '='));
+        // "ProfileViewModel's onUpdate": the possessive of a name is the name.
+        let raw = match raw
+            .strip_suffix("'s")
+            .or_else(|| raw.strip_suffix("\u{2019}s"))
+        {
+            Some(name) if is_identifier(name) => name,
+            _ => raw,
+        };
         let low = self.lowered(raw);
         self.token_lowered(raw, &low, idx);
         self.low = low;
@@ -870,6 +878,10 @@ impl Builder {
                 .all(|c| c.is_ascii_digit() || c == '.' || c == ',')
         {
             self.dotted(raw, low);
+        } else if let Some(n) = words::number_word(low) {
+            // "twenty" is 20.
+            let t = self.add(n, Kind::Num);
+            self.emit(t);
         } else if let Some((num, unit)) = number(raw) {
             let t = self.add(&num, Kind::Num);
             self.emit(t);
@@ -974,6 +986,12 @@ impl Builder {
     fn hyphenated(&mut self, raw: &str) {
         for p in raw.split('-').filter(|p| !p.is_empty()) {
             let lp = p.to_ascii_lowercase();
+            // "a ten-minute window": 10 minutes.
+            if let Some(n) = words::number_word(&lp) {
+                let t = self.add(n, Kind::Num);
+                self.emit(t);
+                continue;
+            }
             if is_adjective(&lp) || words::is_inflected_verb(&lp) {
                 let h = self.stem_hash(p);
                 self.p.adj.push(h);
@@ -1442,6 +1460,16 @@ mod tests {
             ),
             ("Cap the job at 5 mins.", "Cap the job at 5 minutes."),
             ("Get rid of the debug logs.", "Remove the debug logs."),
+            // Numbers in words are their digits.
+            (
+                "Could the clicks stream get a ten-minute watermark on event_time?",
+                "Add a watermark of 10 minutes on event_time in the clicks stream.",
+            ),
+            // A name's possessive is the name.
+            (
+                "capture self weakly in the onUpdate closure of ProfileViewModel",
+                "Capture self weakly in ProfileViewModel's onUpdate closure.",
+            ),
         ] {
             assert!(
                 l.score(c, h) >= SAME_REQUEST,

@@ -91,6 +91,34 @@ fn is_clause_word(w: &str) -> bool {
     CLAUSE_WORDS.contains(w)
 }
 
+/// A number written as a word ("twenty", "ten"), as its digits; lower case in.
+pub(crate) fn number_word(w: &str) -> Option<&'static str> {
+    Some(match w {
+        "zero" => "0",
+        "two" => "2",
+        "three" => "3",
+        "four" => "4",
+        "five" => "5",
+        "six" => "6",
+        "seven" => "7",
+        "eight" => "8",
+        "nine" => "9",
+        "ten" => "10",
+        "eleven" => "11",
+        "twelve" => "12",
+        "fifteen" => "15",
+        "twenty" => "20",
+        "thirty" => "30",
+        "forty" => "40",
+        "fifty" => "50",
+        "sixty" => "60",
+        "ninety" => "90",
+        "hundred" => "100",
+        "thousand" => "1000",
+        _ => return None,
+    })
+}
+
 pub(crate) fn is_sep_char(c: char) -> bool {
     c.is_whitespace()
         || matches!(
