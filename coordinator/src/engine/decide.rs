@@ -162,6 +162,9 @@ pub struct SnapshotFacts<'a> {
     pub now_ms: u64,
     /// The permission request passes the gate's destructive check.
     pub permission_safe: bool,
+    /// When a Claude Code `PermissionRequest` hook was last answered for this session (0:
+    /// never): the CLI closes its own prompt then, so the screen must not answer it too.
+    pub hook_answered_ms: u64,
     /// What the agent CLI's transcript says; `None` when it is not followed (the screen
     /// alone decides).
     pub cli: Option<CliFacts>,
@@ -177,6 +180,10 @@ pub struct CliFacts {
     /// Since when an idle screen has disagreed with a busy transcript (0: not).
     pub disagree_since_ms: u64,
 }
+
+/// How long after a hook answered a permission a permission prompt on screen is taken for
+/// the one the CLI is still closing, not a new one to answer by keys.
+pub const HOOK_ANSWER_GRACE_MS: u64 = 3_000;
 
 /// DESIGN.md's state table, as a pure function.
 pub fn decide(s: &SessionRecord, f: &SnapshotFacts<'_>, limits: &Limits) -> Decision {
@@ -198,6 +205,12 @@ pub fn decide(s: &SessionRecord, f: &SnapshotFacts<'_>, limits: &Limits) -> Deci
                 .map(|e| e.line.trim())
                 .unwrap_or("no detail")
         )),
+        PaneState::Permission
+            if f.hook_answered_ms != 0
+                && f.now_ms.saturating_sub(f.hook_answered_ms) < HOOK_ANSWER_GRACE_MS =>
+        {
+            Decision::Recheck("the hook answered this permission; the CLI is closing its prompt")
+        }
         PaneState::Permission => {
             let what = d
                 .permission

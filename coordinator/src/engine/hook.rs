@@ -78,6 +78,7 @@ impl Session {
             },
         }));
         if answer != pb::HookDecision::StepAside {
+            self.hook_answered_ms = self.now.max(1);
             self.audit(AuditKind::Permission, &what, detail);
         }
     }

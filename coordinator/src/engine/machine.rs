@@ -267,6 +267,8 @@ pub struct Session {
     pub(super) waiting_for_agent: bool,
     /// What the agent CLI's own files say ([`super::evidence`]).
     pub(super) cli: CliView,
+    /// When a `PermissionRequest` hook was last answered (0: never).
+    pub(super) hook_answered_ms: u64,
 }
 
 impl Session {
@@ -285,6 +287,7 @@ impl Session {
             recheck_at_ms: 0,
             waiting_for_agent: false,
             cli: CliView::default(),
+            hook_answered_ms: 0,
         }
     }
 

@@ -21,6 +21,8 @@ const SELECTION_POLL: Duration = Duration::from_millis(100);
 #[derive(Debug, Clone)]
 pub struct Selecting {
     answer: PermissionAnswer,
+    /// When the answer began: a hook answer after it means the CLI closes the prompt itself.
+    started_ms: u64,
     approve: bool,
     by: String,
     what: String,
@@ -45,6 +47,7 @@ impl Session {
             Err(why) => self.answered(approve, by, &what, Err(why)),
             Ok(answer) => {
                 let mut s = Selecting {
+                    started_ms: self.now,
                     approve,
                     by: by.to_string(),
                     what,
@@ -80,6 +83,16 @@ impl Session {
             }
             (Stage::Checking { .. }, Event::Captured(Err(e))) => {
                 Err(format!("the pane could not be read: {e}"))
+            }
+            (Stage::Checking { .. }, Event::Captured(Ok(_)))
+                if self.hook_answered_ms >= s.started_ms.max(1) =>
+            {
+                // The hook answered while the screen path was moving: the CLI closes its
+                // prompt itself, and an Enter now would land on whatever comes next.
+                tracing::info!(target: "coord.engine", session = %self.rec.id, what = %s.what, "the hook answered the permission; the screen answer is dropped");
+                self.rec.pending_permission = None;
+                self.save(false);
+                return;
             }
             (Stage::Checking { deadline_ms }, Event::Captured(Ok(snap))) => {
                 let d = self.deps.detect(&snap);

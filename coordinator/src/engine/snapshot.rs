@@ -52,6 +52,7 @@ impl Session {
             },
             now_ms: now,
             permission_safe,
+            hook_answered_ms: self.hook_answered_ms,
             cli: self.cli.facts(),
         };
         let mut decision = decide(&self.rec, &facts, &self.deps.cfg.limits);

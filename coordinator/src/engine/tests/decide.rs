@@ -26,6 +26,7 @@ fn facts<'a>(d: &'a Detection, hash: &'a str) -> SnapshotFacts<'a> {
         stable_hash: hash,
         now_ms: 1_000_000,
         permission_safe: true,
+        hook_answered_ms: 0,
         cli: None,
     }
 }
@@ -225,6 +226,27 @@ fn permission_follows_policy() {
     let mut f = facts(&p, "h");
     f.permission_safe = false;
     assert!(matches!(decide(&s, &f, &l), Decision::Escalate(_)));
+}
+
+/// A prompt the hook has just answered is the CLI's to close: the screen does not answer it
+/// again (its Enter would land on whatever comes next); one still there after the grace is
+/// a new prompt and is answered.
+#[test]
+fn a_permission_the_hook_just_answered_is_left_to_the_cli() {
+    let l = Limits::default();
+    let p = det(PaneState::Permission);
+    let s = SessionRecord {
+        permissions: PermissionPolicy::ApproveSafe,
+        ..session()
+    };
+    let mut f = facts(&p, "h");
+    f.hook_answered_ms = f.now_ms - 200;
+    assert!(matches!(decide(&s, &f, &l), Decision::Recheck(_)));
+    f.hook_answered_ms = f.now_ms - HOOK_ANSWER_GRACE_MS;
+    assert!(matches!(
+        decide(&s, &f, &l),
+        Decision::Permission { approve: true, .. }
+    ));
 }
 
 fn menu(options: &[&str], selected: Option<usize>) -> karl_common::detect::PermissionRequest {

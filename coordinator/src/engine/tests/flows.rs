@@ -199,6 +199,52 @@ fn approve_safe_answers_by_label_after_seeing_the_selection() {
     assert!(h.rec().pending_permission.is_none());
 }
 
+/// Claude Code may draw its permission prompt while KARL's hook is still deciding: when the
+/// hook's answer comes in while the screen path is checking its selection, the CLI closes
+/// the prompt itself and no Enter is pressed (it would land on whatever comes next).
+#[test]
+fn a_hook_answer_while_the_screen_answers_drops_the_screen_answer() {
+    let mut rec = record();
+    rec.permissions = PermissionPolicy::ApproveSafe;
+    let mut h = Harness::new(rec);
+    h.screen = snapshot(WORKING, 1);
+    started(&mut h);
+    let perm = snapshot(PERMISSION, 5);
+    let fx = h.s.on(h.now, Event::Snapshot(perm.clone()));
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::Capture)),
+        "the screen path checks the selection first: {fx:?}"
+    );
+    let hook = Event::Hook(std::sync::Arc::new(pb::HookEvent {
+        hook_request: 9,
+        pane_id: "%1".into(),
+        event: "PermissionRequest".into(),
+        cli_session: "abc-123".into(),
+        tool_name: "Bash".into(),
+        tool_input: serde_json::json!({ "command": "touch karl-marker.txt" }).to_string(),
+        unix_ms: T0,
+    }));
+    let fx = h.s.on(h.now + 20, hook);
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::AnswerHook(_))),
+        "{fx:?}"
+    );
+    let fx = h.s.on(h.now + 40, Event::Captured(Ok(perm.clone())));
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::SendKeys(_))),
+        "no key after the hook answered: {fx:?}"
+    );
+    // The prompt still on the next screen is the one the CLI is closing.
+    let fx =
+        h.s.on(h.now + 100, Event::Snapshot(snapshot(PERMISSION, 6)));
+    assert!(
+        !fx.iter()
+            .any(|e| matches!(e, Effect::SendKeys(_) | Effect::Capture)),
+        "{fx:?}"
+    );
+    assert_eq!(h.rec().status, Status::Running, "{}", h.rec().reason);
+}
+
 #[test]
 fn a_selection_that_never_lands_escalates_without_pressing_enter() {
     let mut rec = record();
