@@ -603,21 +603,17 @@ fn to_disk_device(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
     // anyone in, replaced (`tee -a` only appends).
     let target = if c.name == "tee" {
         (!(o.short('a') || o.long("append")))
-            .then(|| ops.iter().copied().find(|a| critical_file(a)))
+            .then(|| ops.iter().copied().find(|a| CRITICAL_FILES.contains(a)))
     } else {
         Some(
             ops.last()
                 .copied()
-                .filter(|a| ops.len() >= 2 && critical_file(a)),
+                .filter(|a| ops.len() >= 2 && CRITICAL_FILES.contains(a)),
         )
     };
     target
         .flatten()
         .map(|f| format!("{} replaces {f}, which the system needs", c.name))
-}
-
-fn critical_file(path: &str) -> bool {
-    CRITICAL_FILES.contains(path)
 }
 
 fn rsync(c: &Call<'_>, o: &Opts<'_>) -> Option<String> {
@@ -1651,6 +1647,15 @@ fn statements(text: &str, base: usize, code: bool, hits: &mut Vec<Hit>) {
 /// on the bare model (not on a scope such as `User.where(…).delete_all`), Ecto's
 /// `Repo.delete_all(User)`, Django's `Order.objects.all().delete()`. True if one was found.
 fn orm_calls(text: &str, base: usize, hits: &mut Vec<Hit>) -> bool {
+    let mut found = |start: usize, end: usize| {
+        hits.push(Hit {
+            detail: "deletes every row of a model's table".to_string(),
+            start: base + start,
+            end: base + end,
+            command: true,
+        });
+        true
+    };
     let model_before = |dot: usize| {
         let name: String = text[..dot]
             .chars()
@@ -1683,29 +1688,15 @@ fn orm_calls(text: &str, base: usize, hits: &mut Vec<Hit>) -> bool {
                 model_before(pos)
             };
             if whole {
-                hits.push(Hit {
-                    detail: "deletes every row of a model's table".to_string(),
-                    start: base + pos,
-                    end: base + end,
-                    command: true,
-                });
-                return true;
+                return found(pos, end);
             }
         }
     }
-    if let Some(pos) = text.find(".objects.all().delete()") {
-        if model_before(pos) {
-            push_text_hit(
-                text,
-                base,
-                ".objects.all().delete()",
-                "deletes every row of a model's table",
-                hits,
-            );
-            return true;
-        }
+    const DJANGO: &str = ".objects.all().delete()";
+    match text.find(DJANGO) {
+        Some(pos) if model_before(pos) => found(pos, pos + DJANGO.len()),
+        _ => false,
     }
-    false
 }
 
 /// Mongo shell calls that drop or empty a database or a collection; true if one was found.
@@ -1738,7 +1729,8 @@ fn mongo_calls(text: &str, lower: &str, base: usize, hits: &mut Vec<Hit>) -> boo
             let from = pos + name.len();
             let after = reach_after(lower, from, 80);
             let compact: String = after.chars().filter(|c| !c.is_whitespace()).collect();
-            let empty = if name.starts_with("update") {
+            let update = name.starts_with("update");
+            let empty = if update {
                 compact.starts_with("({},")
             } else {
                 compact.starts_with("({})") || after.contains("{}")
@@ -1748,7 +1740,7 @@ fn mongo_calls(text: &str, lower: &str, base: usize, hits: &mut Vec<Hit>) -> boo
                 .any(|(i, _)| !after[..i].ends_with("non-") && !after[..i].ends_with("non "));
             if empty || said_empty {
                 hits.push(Hit {
-                    detail: if name.starts_with("update") {
+                    detail: if update {
                         "updates every document".to_string()
                     } else {
                         "deletes every document".to_string()

@@ -266,18 +266,6 @@ fn hook_answers(h: &Harness) -> Vec<pb::HookAnswer> {
         .collect()
 }
 
-fn permission_hook(command: &str, request: u64) -> Event {
-    Event::Hook(Arc::new(pb::HookEvent {
-        hook_request: request,
-        pane_id: "%1".into(),
-        event: "PermissionRequest".into(),
-        cli_session: "abc-123".into(),
-        tool_name: "Bash".into(),
-        tool_input: serde_json::json!({ "command": command }).to_string(),
-        unix_ms: T0,
-    }))
-}
-
 #[test]
 fn a_permission_request_hook_is_answered_by_policy_on_the_exact_input() {
     use pb::HookDecision::{Allow, Deny, StepAside};

@@ -11,6 +11,16 @@ fn started(h: &mut Harness) {
     h.feed(Event::Start { connected: true });
 }
 
+/// A session under `approve-safe`, started on `screen`.
+fn approve_safe_on(screen: &str) -> Harness {
+    let mut rec = record();
+    rec.permissions = PermissionPolicy::ApproveSafe;
+    let mut h = Harness::new(rec);
+    h.screen = snapshot(screen, 1);
+    started(&mut h);
+    h
+}
+
 #[test]
 fn a_turn_is_committed_to_disk_before_it_is_typed() {
     let mut h = Harness::new(record());
@@ -157,11 +167,7 @@ fn a_snapshot_from_before_our_typing_is_never_acted_on() {
 
 #[test]
 fn pause_holds_every_action_until_resume() {
-    let mut rec = record();
-    rec.permissions = PermissionPolicy::ApproveSafe;
-    let mut h = Harness::new(rec);
-    h.screen = snapshot(WORKING, 1);
-    started(&mut h);
+    let mut h = approve_safe_on(WORKING);
     h.feed(Event::Operator(super::super::Command::Pause));
     assert_eq!(h.rec().status, Status::Paused);
     for screen in [PERMISSION, DIALOG, EXITED, LIMITED, IDLE] {
@@ -183,11 +189,7 @@ fn pause_holds_every_action_until_resume() {
 
 #[test]
 fn approve_safe_answers_by_label_after_seeing_the_selection() {
-    let mut rec = record();
-    rec.permissions = PermissionPolicy::ApproveSafe;
-    let mut h = Harness::new(rec);
-    h.screen = snapshot(PERMISSION, 1);
-    started(&mut h);
+    let h = approve_safe_on(PERMISSION);
     assert_eq!(h.keys(), [vec!["Enter".to_string()]]);
     let a = h.audits(AuditKind::Permission);
     assert_eq!(a.len(), 1);
@@ -204,27 +206,15 @@ fn approve_safe_answers_by_label_after_seeing_the_selection() {
 /// the prompt itself and no Enter is pressed (it would land on whatever comes next).
 #[test]
 fn a_hook_answer_while_the_screen_answers_drops_the_screen_answer() {
-    let mut rec = record();
-    rec.permissions = PermissionPolicy::ApproveSafe;
-    let mut h = Harness::new(rec);
-    h.screen = snapshot(WORKING, 1);
-    started(&mut h);
+    let mut h = approve_safe_on(WORKING);
     let perm = snapshot(PERMISSION, 5);
     let fx = h.s.on(h.now, Event::Snapshot(perm.clone()));
     assert!(
         fx.iter().any(|e| matches!(e, Effect::Capture)),
         "the screen path checks the selection first: {fx:?}"
     );
-    let hook = Event::Hook(std::sync::Arc::new(pb::HookEvent {
-        hook_request: 9,
-        pane_id: "%1".into(),
-        event: "PermissionRequest".into(),
-        cli_session: "abc-123".into(),
-        tool_name: "Bash".into(),
-        tool_input: serde_json::json!({ "command": "touch karl-marker.txt" }).to_string(),
-        unix_ms: T0,
-    }));
-    let fx = h.s.on(h.now + 20, hook);
+    let fx =
+        h.s.on(h.now + 20, permission_hook("touch karl-marker.txt", 9));
     assert!(
         fx.iter().any(|e| matches!(e, Effect::AnswerHook(_))),
         "{fx:?}"

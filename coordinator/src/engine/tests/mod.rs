@@ -147,6 +147,19 @@ pub struct Harness {
     pub effects: Vec<Effect>,
 }
 
+/// Claude Code's `PermissionRequest` hook asking about a Bash `command`.
+pub fn permission_hook(command: &str, request: u64) -> Event {
+    Event::Hook(Arc::new(pb::HookEvent {
+        hook_request: request,
+        pane_id: "%1".into(),
+        event: "PermissionRequest".into(),
+        cli_session: "abc-123".into(),
+        tool_name: "Bash".into(),
+        tool_input: serde_json::json!({ "command": command }).to_string(),
+        unix_ms: T0,
+    }))
+}
+
 impl Harness {
     pub fn new(rec: SessionRecord) -> Self {
         Self::with(rec, EngineConfig::default())
