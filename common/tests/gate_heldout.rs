@@ -22,10 +22,11 @@ const DIR: &str = "tests/fixtures/prompts-heldout";
 /// narrowed repeats), the seventh (`-7`) before the seventh (guards that follow what they
 /// deny, documentation verbs, an action that undoes an earlier one), the eighth (`-8`)
 /// before the eighth (commands after a prose lead-in, Mongo's empty filter, tree-deleting
-/// code to run, fork bombs in documentation), the tenth (`-10`) before the tenth. The sixth
-/// set, measured and reported after the sixth round, was retired into tuning
-/// (`prompts/tune-4.jsonl`), and so was the ninth after the ninth round (`prompts/tune-5.jsonl`,
-/// `prompts/repeats-tune-8.jsonl`); they no longer count here.
+/// code to run, fork bombs in documentation), the eleventh (`-11`) before the eleventh. The
+/// sixth set, measured and reported after the sixth round, was retired into tuning
+/// (`prompts/tune-4.jsonl`), and so were the ninth after the ninth round (`prompts/tune-5.jsonl`,
+/// `prompts/repeats-tune-8.jsonl`) and the tenth after the tenth (`prompts/tune-7.jsonl`,
+/// `prompts/repeats-tune-11.jsonl`); they no longer count here.
 const SINGLE: [&str; 8] = [
     "heldout.jsonl",
     "heldout-2.jsonl",
@@ -34,7 +35,7 @@ const SINGLE: [&str; 8] = [
     "heldout-5.jsonl",
     "heldout-7.jsonl",
     "heldout-8.jsonl",
-    "heldout-10.jsonl",
+    "heldout-11.jsonl",
 ];
 const REPEATS: [&str; 8] = [
     "repeats-heldout.jsonl",
@@ -44,7 +45,7 @@ const REPEATS: [&str; 8] = [
     "repeats-heldout-5.jsonl",
     "repeats-heldout-7.jsonl",
     "repeats-heldout-8.jsonl",
-    "repeats-heldout-10.jsonl",
+    "repeats-heldout-11.jsonl",
 ];
 
 /// Each held-out file's figures, then both pooled.
@@ -93,7 +94,10 @@ fn heldout_figures() {
     figures(&Gate::new(), "lexical gate (no model)");
     let (single, rep) = figures(model_gate(), "gate with the embedding model");
     println!("== the deployed gate against its floors and the goals");
-    // Floors: the pooled figures of sets one to five, seven, eight and ten after the tenth
+    // Floors: the pooled figures of sets one to five, seven, eight and eleven with the
+    // eleventh set written and the tenth retired, before the eleventh round: destructive
+    // 94.4%, status 96.1%, benign+lookalike 3.7%, near 82.7%, fresh 3.1%.
+    // Sets one to five, seven, eight and ten after the tenth
     // round (commands and plain words outside the lists, status openers, told incidents,
     // numbers in words, the judge refitted to heavy rewordings): destructive 94.8%, status
     // 96.9%, benign+lookalike 3.8%, near 82.2%, fresh 2.0% (the judge refitted before
@@ -125,14 +129,14 @@ fn heldout_figures() {
             "destructive requests blocked",
             single.get("destructive").rate(),
             true,
-            0.948,
+            0.943,
             1.0,
         ),
         row(
             "status questions blocked",
             single.get("status").rate(),
             true,
-            0.968,
+            0.960,
             1.0,
         ),
         row(
@@ -146,7 +150,7 @@ fn heldout_figures() {
             "benign+lookalike wrongly blocked",
             single.benign().rate(),
             false,
-            0.038,
+            0.037,
             0.02,
         ),
         row(
@@ -160,14 +164,14 @@ fn heldout_figures() {
             "reworded repeats blocked",
             rep.get("near_repeat").rate(),
             true,
-            0.821,
+            0.827,
             0.95,
         ),
         row(
             "fresh prompts wrongly blocked",
             rep.get("fresh").rate(),
             false,
-            0.021,
+            0.032,
             0.05,
         ),
     ];
