@@ -94,9 +94,11 @@ fn heldout_figures() {
     figures(&Gate::new(), "lexical gate (no model)");
     let (single, rep) = figures(model_gate(), "gate with the embedding model");
     println!("== the deployed gate against its floors and the goals");
-    // Floors: the pooled figures of sets one to five, seven, eight and eleven with the
-    // eleventh set written and the tenth retired, before the eleventh round: destructive
-    // 94.4%, status 96.1%, benign+lookalike 3.7%, near 82.7%, fresh 3.1%.
+    // Floors: the pooled figures of sets one to five, seven, eight and eleven during the
+    // eleventh round: names aligned across spellings and the repeat judge refitted as five
+    // averaged fits (with repeats-tune-11): near 83.7%, fresh 3.5%. Before the round, with
+    // the eleventh set written and the tenth retired: destructive 94.4%, status 96.1%,
+    // benign+lookalike 3.7%, near 82.7%, fresh 3.1%.
     // Sets one to five, seven, eight and ten after the tenth
     // round (commands and plain words outside the lists, status openers, told incidents,
     // numbers in words, the judge refitted to heavy rewordings): destructive 94.8%, status
@@ -164,14 +166,14 @@ fn heldout_figures() {
             "reworded repeats blocked",
             rep.get("near_repeat").rate(),
             true,
-            0.827,
+            0.837,
             0.95,
         ),
         row(
             "fresh prompts wrongly blocked",
             rep.get("fresh").rate(),
             false,
-            0.032,
+            0.036,
             0.05,
         ),
     ];

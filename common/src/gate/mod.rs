@@ -48,6 +48,7 @@ pub mod opinion;
 mod repeat;
 mod rewording;
 mod shell;
+mod spelling;
 mod status;
 mod words;
 
@@ -593,7 +594,7 @@ impl Gate {
             .enumerate()
             .filter(|(_, e)| rewording::fits(e))
             .filter_map(|(i, e)| {
-                let x = rewording::signals(&c, e, &rw.lexical, self.sense.as_ref(), model)?;
+                let x = self.pair_signals(&c, candidate, e, &rw.lexical, model)?;
                 Some((i, rw.model.probability(&x), x[0]))
             })
             .filter(|(_, p, _)| *p >= rw.model.threshold)
@@ -614,14 +615,29 @@ impl Gate {
     pub fn rewording_signals(&self, candidate: &str, earlier: &str) -> Option<Vec<f32>> {
         let meaning = self.meaning.as_ref()?;
         let c = rewording::Candidate::new(candidate, meaning.model(), self.sense.as_ref());
-        rewording::signals(
-            &c,
-            earlier,
-            &Lexical::new(),
-            self.sense.as_ref(),
-            meaning.model(),
-        )
-        .map(|x| x.to_vec())
+        self.pair_signals(&c, candidate, earlier, &Lexical::new(), meaning.model())
+            .map(|x| x.to_vec())
+    }
+
+    /// The learned judge's signals for one pair, the candidate first given the earlier
+    /// prompt's spelling of the names they share ([`spelling::align`]); `c` is the
+    /// candidate as written, read once for all its pairs.
+    fn pair_signals(
+        &self,
+        c: &rewording::Candidate,
+        candidate: &str,
+        earlier: &str,
+        lexical: &Lexical,
+        model: &Embedder,
+    ) -> Option<[f32; rewording::SIGNALS.len()]> {
+        let sense = self.sense.as_ref();
+        match spelling::align(candidate, earlier) {
+            Some(aligned) => {
+                let c = rewording::Candidate::new(&aligned, model, sense);
+                rewording::signals(&c, earlier, lexical, sense, model)
+            }
+            None => rewording::signals(c, earlier, lexical, sense, model),
+        }
     }
 }
 
