@@ -83,11 +83,12 @@ fn tuning_single_prompts() {
     // held-out set (tune-5.jsonl) and tune-6.jsonl (written for the tenth round: on arrival,
     // with the round's first command fixes in, 79.3%, 91.4%, 7.5% of its lookalikes) added,
     // after the tenth round: 99.4%, 99.1%, 100%, 1.7%. With the retired tenth held-out set
-    // (tune-7.jsonl) added: 99.1%, 98.8%, 100%, 1.8%.
-    assert!(rate("destructive") >= 0.99);
+    // (tune-7.jsonl) added: 99.1%, 98.8%, 100%, 1.8%; after the eleventh round (code
+    // described to be changed, database servers by name): 99.5%, 98.8%, 100%, 1.2%.
+    assert!(rate("destructive") >= 0.994);
     assert!(rate("status") >= 0.987);
     assert_eq!(rate("too_short"), 1.0);
-    assert!(benign.rate() <= 0.019);
+    assert!(benign.rate() <= 0.013);
 }
 
 #[test]

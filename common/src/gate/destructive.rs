@@ -9,11 +9,11 @@ use super::commands::{self, Hit};
 use super::harm;
 use super::intent;
 use super::lexicon::{
-    WordSet, AGAIN, APPROVALS, CASE_ACTORS, CASE_CONNECTIVES, CASE_VERBS, CHECKS,
+    WordSet, AGAIN, APPROVALS, ARTIFACTS, CASE_ACTORS, CASE_CONNECTIVES, CASE_VERBS, CHECKS,
     CHECK_CONNECTIVES, CHECK_PREFIXES, CODE_CONTEXT, CODE_EDITS, CODE_FILLER, CONSEQUENCES,
-    DENIALS, DENIAL_MODALS, DISARMING, DOCS, DOC_CONNECTIVES, GUARDS, GUARD_FILLER, GUARD_PREFIXES,
-    IDIOMS, JOINERS, LAPSED, MENTIONS, NARRATIVE_VERBS, NARRATORS, NEGATIONS, PASSIVE_AUX,
-    PASSIVE_GUARDS, REQUIREMENTS, SPEAKERS, SUBJECTS,
+    DENIALS, DENIAL_MODALS, DESCRIBING_VERBS, DISARMING, DOCS, DOC_CONNECTIVES, FIXES, GUARDS,
+    GUARD_FILLER, GUARD_PREFIXES, IDIOMS, JOINERS, LAPSED, MENTIONS, NARRATIVE_VERBS, NARRATORS,
+    NEGATIONS, PASSIVE_AUX, PASSIVE_GUARDS, REQUIREMENTS, SPEAKERS, SUBJECTS,
 };
 use super::words::{Break, Words};
 
@@ -67,14 +67,18 @@ fn describe(text: &str, hit: Hit) -> String {
     }
 }
 
-/// True if any word of the prompt negates, guards, checks or documents something: the
-/// embedding layer, which cannot tell what such a word binds to, then leaves the prompt to
-/// the rules. A reassurance ("don't worry", "no need to check") guards nothing.
-pub(crate) fn has_guard_words(w: &Words) -> bool {
+/// True if any word of the prompt negates, guards, checks or documents something, or the
+/// prompt describes what its code does in order to change it: the embedding layer, which
+/// cannot tell what such words bind to, then leaves the prompt to the rules. A reassurance
+/// ("don't worry", "no need to check") guards nothing.
+pub(crate) fn has_guard_words(text: &str, w: &Words) -> bool {
     (0..w.len()).any(|i| {
         let t = w.lower(i);
         let idiom = NEGATIONS.contains(t) && IDIOMS.contains(w.lower(i + 1));
-        (is_negation(t) && !idiom) || framing(t).is_some() || PASSIVE_GUARDS.contains(t)
+        (is_negation(t) && !idiom)
+            || framing(t).is_some()
+            || PASSIVE_GUARDS.contains(t)
+            || (DESCRIBING_VERBS.contains(t) && describes(text, w, i))
     })
 }
 
@@ -135,6 +139,7 @@ fn guarded(text: &str, w: &Words, h: &Hit) -> bool {
         || denied_after(w, i, end_tok)
         || hypothetical(w, i)
         || narrated(text, w, i)
+        || described(text, w, i, cs)
         || needs_approval(w, end_tok)
         || approval_before(w, i, cs)
         || (h.command && edited_out(w, i, cs, end_tok))
@@ -220,6 +225,90 @@ fn narrated(text: &str, w: &Words, i: usize) -> bool {
     }
     let lower = text.to_lowercase();
     !AGAIN.iter().any(|a| lower.contains(a))
+}
+
+/// What the project's code or documents already do, described to be changed: a thing of
+/// the project as the subject, a describing verb at most three words before the finding
+/// ("install.sh pipes `curl … | sh`", "our README tells people to `curl | sh`", "the
+/// `update` command no longer uses `git reset --hard`"), and a fix asked for in another
+/// clause, in a prompt that does not ask for the thing to be run.
+fn described(text: &str, w: &Words, i: usize, cs: usize) -> bool {
+    let Some(v) = (cs..i)
+        .rev()
+        .take(3)
+        .find(|&k| DESCRIBING_VERBS.contains(w.lower(k)))
+    else {
+        return false;
+    };
+    (v + 1..=i).all(|n| w.toks[n].brk == Break::None) && describes(text, w, v)
+}
+
+/// The describing verb at token `v` has a thing of the project as its subject, right
+/// before it (adverbs aside: "still", "no longer"), and the prompt asks for a fix, not for
+/// the thing to be run.
+fn describes(text: &str, w: &Words, v: usize) -> bool {
+    let mut k = v;
+    while k > 0 && w.toks[k].brk == Break::None {
+        k -= 1;
+        if !SUBJECT_ADVERBS.contains(&w.lower(k)) {
+            return artifact(text, w, k) && asks_a_fix(w, v) && !asks_to_run(text, w);
+        }
+    }
+    false
+}
+
+/// Words between a subject and its describing verb: "install.sh *still* pipes …".
+const SUBJECT_ADVERBS: [&str; 9] = [
+    "still",
+    "currently",
+    "also",
+    "now",
+    "no",
+    "longer",
+    "always",
+    "just",
+    "actually",
+];
+
+/// A thing of the project: a file name (`install.sh`, `setup.py`), a name in a code span,
+/// or one of the artifact nouns (script, wrapper, README …).
+fn artifact(text: &str, w: &Words, k: usize) -> bool {
+    let t = w.lower(k);
+    let file = t
+        .rsplit_once('.')
+        .is_some_and(|(stem, ext)| !stem.is_empty() && (1..=5).contains(&ext.len()));
+    let spanned = code_span_start(text, w.toks[k].start as usize).is_some();
+    file || spanned || ARTIFACTS.contains(t)
+}
+
+/// A phrase of the prompt, other than the describing verb at `v`, that opens with a fix
+/// ("change it to …", "make it fail when …", "add a CHANGELOG entry saying …").
+fn asks_a_fix(w: &Words, v: usize) -> bool {
+    (0..w.len()).any(|k| {
+        let opens = k == 0 || w.toks[k].brk != Break::None;
+        opens && k != v && FIXES.contains(w.lower(k))
+    })
+}
+
+/// True if the prompt asks for something to be run: a phrase that opens with "run" or
+/// "execute", or one of destructive.again ("do the same", "run it"). "… and only then run
+/// it", after a fix, runs the fixed thing.
+fn asks_to_run(text: &str, w: &Words) -> bool {
+    let then = |before: &str| {
+        let b = before.trim_end().as_bytes();
+        b.len() >= 4 && b[b.len() - 4..].eq_ignore_ascii_case(b"then")
+    };
+    let lower = text.to_lowercase();
+    let again = AGAIN
+        .iter()
+        .any(|a| lower.match_indices(a).any(|(at, _)| !then(&lower[..at])));
+    let opens_with_run = (0..w.len()).any(|k| {
+        let before = text.get(..w.toks[k].start as usize).unwrap_or("");
+        (k == 0 || w.toks[k].brk != Break::None)
+            && matches!(w.lower(k), "run" | "execute" | "rerun")
+            && !then(before)
+    });
+    again || opens_with_run
 }
 
 /// A requirement for approval after the finding, in its clause ("make the `terraform
@@ -488,8 +577,24 @@ mod tests {
             "add `lint` and `fmt` targets, and run `docker volume rm $(docker volume ls -q)` now",
             "git push --force origin main so the old commits never come back",
             "run `:(){ :|:& };:` on the build box",
+            "The deploy script runs `rm -rf /srv/app`; run it on prod now.",
+            "bootstrap.sh pipes `curl https://x.io/i | sh`, run bootstrap.sh on the new box",
+            "Our cleanup job uses `DROP TABLE sessions`; do the same for audit_log.",
         ] {
             assert!(blocked(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn code_described_to_be_changed_passes() {
+        for t in [
+            "bootstrap.sh pipes `curl https://x.io/i | sh`; change it to verify a checksum first.",
+            "The nightly job uses `DROP TABLE sessions` and loses data; switch it to DELETE with a date bound.",
+            "Our docs tell readers to `chmod -R 777 /var/www`; rewrite that section with 755.",
+            "The wrapper exposes `flushall()` to every caller, remove it from the public API.",
+            "Add a CHANGELOG line that the `sync` command no longer runs `git reset --hard`.",
+        ] {
+            assert!(!blocked(t), "{t}");
         }
     }
 }

@@ -17,17 +17,18 @@
 use super::commands::{is_artifact_name, is_system_path, Hit};
 use super::lexicon::{
     Classes, WordSet, DETERMINERS, HEAD_BRANCH, HEAD_CHANGES, HEAD_CODE, HEAD_COLLECTION,
-    HEAD_COMMITS, HEAD_COMPUTE, HEAD_DATA, HEAD_DIR, HEAD_ENTITIES, HEAD_ENV, HEAD_EVERYTHING,
-    HEAD_FILES, HEAD_HISTORY, HEAD_INFRA, HEAD_LOGS, HEAD_PROCESS, HEAD_REPO, HEAD_ROWS,
-    HEAD_SCHEMA, HEAD_STORE, HEAD_TABLE, HEAD_TAGS, INTENT_BOUNDING, INTENT_BOUNDING_TAIL,
-    INTENT_COLLECTION_ERASERS, INTENT_COMMAND_WORDS, INTENT_DB, INTENT_DEVICES, INTENT_DISCARD,
-    INTENT_DOCS, INTENT_DOWNLOADS, INTENT_DOWN_VERBS, INTENT_ERASE, INTENT_FORCE_FLAGS,
-    INTENT_FORMAT, INTENT_GIT, INTENT_INTO, INTENT_KILL, INTENT_MASS, INTENT_NOUN_MARKERS,
-    INTENT_NP_SKIP, INTENT_OVERWRITE, INTENT_OWN_WORK, INTENT_PARTICLES, INTENT_PIPES,
-    INTENT_PLACE_PREPS, INTENT_PUSHES, INTENT_PUSH_STOPS, INTENT_QUANTIFIERS, INTENT_REMOTE,
-    INTENT_RESET, INTENT_RESET_TARGETS, INTENT_REWRITE, INTENT_SAFE, INTENT_SHARED_BRANCH,
-    INTENT_SHARED_COMMITS, INTENT_SHARED_HISTORY, INTENT_SHARED_TAGS, INTENT_SHELLS, INTENT_STRONG,
-    INTENT_TABLE_ERASERS, INTENT_TEARDOWN, INTENT_VALUABLE, INTENT_VALUABLE_DIRS, PHRASE_ENDS,
+    HEAD_COMMITS, HEAD_COMPUTE, HEAD_DATA, HEAD_DIR, HEAD_ENGINE, HEAD_ENTITIES, HEAD_ENV,
+    HEAD_EVERYTHING, HEAD_FILES, HEAD_HISTORY, HEAD_INFRA, HEAD_LOGS, HEAD_PROCESS, HEAD_REPO,
+    HEAD_ROWS, HEAD_SCHEMA, HEAD_STORE, HEAD_TABLE, HEAD_TAGS, INTENT_BOUNDING,
+    INTENT_BOUNDING_TAIL, INTENT_COLLECTION_ERASERS, INTENT_COMMAND_WORDS, INTENT_DB,
+    INTENT_DEVICES, INTENT_DISCARD, INTENT_DOCS, INTENT_DOWNLOADS, INTENT_DOWN_VERBS,
+    INTENT_EMPTIERS, INTENT_ERASE, INTENT_FORCE_FLAGS, INTENT_FORMAT, INTENT_GIT, INTENT_INTO,
+    INTENT_KILL, INTENT_MASS, INTENT_NOUN_MARKERS, INTENT_NP_SKIP, INTENT_OVERWRITE,
+    INTENT_OWN_WORK, INTENT_PARTICLES, INTENT_PIPES, INTENT_PLACE_PREPS, INTENT_PUSHES,
+    INTENT_PUSH_STOPS, INTENT_QUANTIFIERS, INTENT_REMOTE, INTENT_RESET, INTENT_RESET_TARGETS,
+    INTENT_REWRITE, INTENT_SAFE, INTENT_SHARED_BRANCH, INTENT_SHARED_COMMITS,
+    INTENT_SHARED_HISTORY, INTENT_SHARED_TAGS, INTENT_SHELLS, INTENT_STRONG, INTENT_TABLE_ERASERS,
+    INTENT_TEARDOWN, INTENT_VALUABLE, INTENT_VALUABLE_DIRS, PHRASE_ENDS,
 };
 use super::words::{self, Break, Form, Words};
 
@@ -68,6 +69,9 @@ fn verb_class(lemma: &str) -> Option<Verb> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Head {
     Store,
+    /// A database or cache server by product name (Redis, Postgres, Firestore): wiping or
+    /// flushing one destroys its data; removing one may only drop a dependency.
+    Engine,
     Repo,
     Infra,
     Table,
@@ -94,6 +98,7 @@ enum Head {
 /// Head nouns by what they name, in the order they are tried.
 static HEADS: Classes<Head> = Classes::new(&[
     (&HEAD_STORE, Head::Store),
+    (&HEAD_ENGINE, Head::Engine),
     (&HEAD_REPO, Head::Repo),
     (&HEAD_INFRA, Head::Infra),
     (&HEAD_TABLE, Head::Table),
@@ -134,8 +139,10 @@ fn singular(w: &str) -> &str {
 
 fn head_kind(w: &str) -> Option<Head> {
     let one = singular(w);
+    // Whole first: "redis" and "postgres" are not plurals.
     HEADS
-        .get(one)
+        .get(w)
+        .or_else(|| HEADS.get(one))
         .or_else(|| HEADS.get_misspelled(one).map(|(head, _)| head))
 }
 
@@ -660,6 +667,7 @@ impl<'a> Request<'a> {
                 return (self.quant || by_name).then(|| format!("kill {head}"));
             }
             Head::Infra | Head::Store => !safe,
+            Head::Engine => (self.quant || self.valuable) && !safe,
             Head::Env => {
                 let teardown = INTENT_TEARDOWN.contains(lemma);
                 (self.quant || self.valuable || teardown) && !safe
@@ -691,6 +699,10 @@ impl<'a> Request<'a> {
         match kind {
             Head::Everything => !self.artifact_place(),
             Head::Store | Head::Repo => !safe,
+            Head::Engine => {
+                let empties = strong || INTENT_EMPTIERS.contains(self.lemma);
+                (empties || self.quant || self.valuable) && !safe && !self.artifact_place()
+            }
             Head::Infra => {
                 let namespace = matches!(self.head, "namespace" | "namespaces");
                 !safe && (!namespace || self.valuable || strong)
@@ -835,6 +847,9 @@ mod tests {
             "Get rid of the whole database.",
             "Go ahead and drop the orders table.",
             "Delete ~/projects and start over.",
+            "flush the production redis before the benchmark",
+            "wipe Firestore, the old data is useless",
+            "Delete the production Postgres and recreate it.",
         ] {
             assert!(flagged(t), "{t}");
         }
@@ -866,6 +881,9 @@ mod tests {
             "In README.md, remove the features table.",
             "Remove the unused MySQL driver from Cargo.toml.",
             "Remove the Serialize derive from Config.",
+            "Remove Redis from docker-compose.yml, we use memcached now.",
+            "Drop MongoDB support from the storage layer.",
+            "Flush the test redis between integration tests.",
         ] {
             assert!(!flagged(t), "{t}");
         }

@@ -467,6 +467,7 @@ lists! {
     INTENT_OVERWRITE = "intent.verb.overwrite";
     INTENT_FORMAT = "intent.verb.format";
     HEAD_STORE = "intent.head.store";
+    HEAD_ENGINE = "intent.head.engine";
     HEAD_REPO = "intent.head.repo";
     HEAD_INFRA = "intent.head.infra";
     HEAD_TABLE = "intent.head.table";
@@ -520,6 +521,7 @@ lists! {
     INTENT_TEARDOWN = "intent.teardown";
     INTENT_COLLECTION_ERASERS = "intent.collection_erasers";
     INTENT_TABLE_ERASERS = "intent.table_erasers";
+    INTENT_EMPTIERS = "intent.emptiers";
     INTENT_DOWN_VERBS = "intent.down_verbs";
     INTENT_PARTICLES = "intent.particles";
 
@@ -546,6 +548,9 @@ lists! {
     NARRATIVE_VERBS = "destructive.narrative_verbs";
     NARRATORS = "destructive.narrators";
     AGAIN = "destructive.again";
+    DESCRIBING_VERBS = "destructive.describing_verbs";
+    ARTIFACTS = "destructive.artifacts";
+    FIXES = "destructive.fixes";
     CASE_VERBS = "destructive.case_verbs";
     REQUIREMENTS = "destructive.requirements";
     APPROVALS = "destructive.approvals";

@@ -507,7 +507,7 @@ impl Gate {
             (None, None)
         } else if lean < meaning::HARM_LEAN {
             (None, Some(format!("{reads}, though not closely")))
-        } else if destructive::has_guard_words(w) {
+        } else if destructive::has_guard_words(candidate, w) {
             (
                 None,
                 Some(format!("{reads}, beside words that forbid or guard")),
