@@ -254,6 +254,7 @@ pub struct Model {
     /// What the figures were when the model was fitted, for the reader.
     #[serde(default)]
     fitted_on: String,
+    /// The trees as the file holds them; emptied into `nodes` at load.
     trees: Vec<Tree>,
     /// Every tree's nodes in one array, read by [`Model::probability`]: thousands of trees
     /// walked per verdict stay in a few cache lines each.
@@ -290,7 +291,8 @@ impl Model {
             return Err("rewording model: no trees, or a threshold outside 0..=1".into());
         }
         let mut m = m;
-        for t in &m.trees {
+        // The parsed trees are read once, into `nodes`.
+        for t in std::mem::take(&mut m.trees) {
             t.check(SIGNALS.len())
                 .map_err(|e| format!("rewording model: {e}"))?;
             let at = m.nodes.len() as u32;

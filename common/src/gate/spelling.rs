@@ -30,14 +30,15 @@ pub fn align(candidate: &str, earlier: &str) -> Option<String> {
         return None;
     }
     let ours = words(candidate);
-    let known: std::collections::HashSet<String> =
-        theirs.iter().map(|w| w.text.to_lowercase()).collect();
+    // Their words' forms, computed once for all of ours.
+    let lower: Vec<String> = theirs.iter().map(|t| t.text.to_lowercase()).collect();
+    let squashed: Vec<String> = theirs.iter().map(|t| squash(t.text)).collect();
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     let mut i = 0;
     while i < ours.len() {
         let w = &ours[i];
         let low = w.text.to_lowercase();
-        if known.contains(&low) {
+        if lower.contains(&low) {
             i += 1;
             continue;
         }
@@ -45,15 +46,17 @@ pub fn align(candidate: &str, earlier: &str) -> Option<String> {
         if let Some(next) = ours.get(i + 1) {
             if adjacent(candidate, w, next) {
                 let joined = format!("{low}{}", next.text.to_lowercase());
-                if let Some(t) = theirs.iter().find(|t| squash(t.text) == joined) {
-                    edits.push((w.start, next.end, t.text.to_string()));
+                if let Some(j) = squashed.iter().position(|t| *t == joined) {
+                    edits.push((w.start, next.end, theirs[j].text.to_string()));
                     i += 2;
                     continue;
                 }
             }
         }
-        if let Some(t) = theirs.iter().find(|t| same_name(w.text, t.text)) {
-            edits.push((w.start, w.end, t.text.to_string()));
+        if let Some(j) =
+            (0..theirs.len()).find(|&j| same_name(w.text, &low, theirs[j].text, &lower[j]))
+        {
+            edits.push((w.start, w.end, theirs[j].text.to_string()));
         }
         i += 1;
     }
@@ -131,9 +134,10 @@ fn squash(w: &str) -> String {
         .collect()
 }
 
-/// The same name spelled twice: digit groups, a swapped pair of letters, a letter dropped or
-/// doubled in a plain word, or a compound with or without its hyphen.
-fn same_name(ours: &str, theirs: &str) -> bool {
+/// The same name spelled twice (`a`, `b`: the two in lower case): digit groups, a swapped
+/// pair of letters, a letter dropped in a plain word, or a compound with or without its
+/// hyphen.
+fn same_name(ours: &str, a: &str, theirs: &str, b: &str) -> bool {
     if ours == theirs {
         return false;
     }
@@ -144,12 +148,11 @@ fn same_name(ours: &str, theirs: &str) -> bool {
     if let (Some(a), Some(b)) = (digits(ours), digits(theirs)) {
         return a == b;
     }
-    let (a, b) = (ours.to_lowercase(), theirs.to_lowercase());
-    if a == b || (a.contains('-') || b.contains('-')) && squash(&a) == squash(&b) {
+    if a == b || (a.contains('-') || b.contains('-')) && squash(a) == squash(b) {
         return a != b;
     }
     // Glue words are spelled right: "there" is not "three" mistyped.
-    if REPEAT_STOP.contains(&a) || REPEAT_STOP.contains(&b) {
+    if REPEAT_STOP.contains(a) || REPEAT_STOP.contains(b) {
         return false;
     }
     let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());

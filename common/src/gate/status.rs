@@ -183,21 +183,10 @@ impl<'a> Clauses<'a> {
         let mut toks: Vec<&str> = Vec::with_capacity(w.len() + 4);
         let mut clause: Vec<usize> = Vec::with_capacity(w.len() + 4);
         let mut c = 0usize;
-        let mut skip = false;
         for i in 0..w.len() {
-            if std::mem::take(&mut skip) {
-                continue;
-            }
             let lw = w.lower(i);
             if i > 0 && w.toks[i].brk != Break::None {
                 c += 1;
-            }
-            // "tl;dr" splits at its semicolon: one word again.
-            if lw == "tl" && w.lower(i + 1) == "dr" {
-                toks.push("tldr");
-                clause.push(c);
-                skip = true;
-                continue;
             }
             if STATUS_JOINERS.contains(lw) {
                 c += 1;
