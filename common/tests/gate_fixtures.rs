@@ -12,9 +12,10 @@ use gate_score::{load, model_gate, repeats, single_prompts, Score, Tally};
 
 const DIR: &str = "tests/fixtures/prompts";
 /// `tune-4` and `repeats-tune-4` were the sixth held-out set, `tune-5` and `repeats-tune-8`
-/// the ninth, `tune-7` and `repeats-tune-11` the tenth, retired into tuning once their
+/// the ninth, `tune-7` and `repeats-tune-11` the tenth, `tune-8` and `repeats-tune-12` the
+/// eleventh, retired into tuning once their
 /// figures were reported (see `prompts-heldout/README.md`).
-const SINGLE: [&str; 9] = [
+const SINGLE: [&str; 11] = [
     "dev.jsonl",
     "extra.jsonl",
     "tune.jsonl",
@@ -24,8 +25,10 @@ const SINGLE: [&str; 9] = [
     "tune-5.jsonl",
     "tune-6.jsonl",
     "tune-7.jsonl",
+    "tune-8.jsonl",
+    "tune-9.jsonl",
 ];
-const REPEATS: [&str; 12] = [
+const REPEATS: [&str; 13] = [
     "repeats-dev.jsonl",
     "repeats-extra.jsonl",
     "repeats-tune.jsonl",
@@ -36,6 +39,7 @@ const REPEATS: [&str; 12] = [
     "repeats-tune-8.jsonl",
     "repeats-tune-9.jsonl",
     "repeats-tune-11.jsonl",
+    "repeats-tune-12.jsonl",
     "repeats-tune-7.jsonl",
     "repeats-tune-10.jsonl",
 ];
@@ -84,11 +88,18 @@ fn tuning_single_prompts() {
     // with the round's first command fixes in, 79.3%, 91.4%, 7.5% of its lookalikes) added,
     // after the tenth round: 99.4%, 99.1%, 100%, 1.7%. With the retired tenth held-out set
     // (tune-7.jsonl) added: 99.1%, 98.8%, 100%, 1.8%; after the eleventh round (code
-    // described to be changed, database servers by name): 99.5%, 98.8%, 100%, 1.2%.
-    assert!(rate("destructive") >= 0.994);
-    assert!(rate("status") >= 0.987);
+    // described to be changed, database servers by name): 99.5%, 98.8%, 100%, 1.2%. With
+    // the retired eleventh held-out set (tune-8.jsonl) added: 98.9%, 97.8%, 100%, 1.4%;
+    // after the twelfth round (Windows and PowerShell process killers, flushes sent over a
+    // socket, `find -exec chmod` on system trees, adverbs after the object, git inspection
+    // commands only to look at, "don't run it"): 99.4%, 98.9%, 100%, 1.1%. With tune-9.jsonl
+    // (the long tail of tools and targets, written for the twelfth round) added, at the end
+    // of the round (programs the table does not know judged by their subcommand, more
+    // valuable targets in plain words): 98.7%, 98.3%, 100%, 1.5%.
+    assert!(rate("destructive") >= 0.986);
+    assert!(rate("status") >= 0.982);
     assert_eq!(rate("too_short"), 1.0);
-    assert!(benign.rate() <= 0.013);
+    assert!(benign.rate() <= 0.016);
 }
 
 #[test]
@@ -117,7 +128,8 @@ fn tuning_repeats() {
     // refitted to repeats-tune-8 and -9 and numbers in words read as digits (the tenth
     // round): 100%, 93.7%, 18.9%. With repeats-tune-10.jsonl, also checked and not fitted
     // (on arrival: 82.5%, 21.7%), pooled: 100%, 90.3%, 19.7%; after the eleventh round:
-    // 100%, 91.5%, 20.0%.
+    // 100%, 91.5%, 20.0%; after the twelfth (the judge refitted with repeats-tune-12):
+    // 100%, 90.8%, 19.7%.
     assert_eq!(check("exact_repeat"), 1.0);
     assert!(check("near_repeat") >= 0.90);
     assert!(check("fresh") <= 0.20);
@@ -136,10 +148,13 @@ fn tuning_repeats() {
     // judge refitted, numbers in words read as digits: 100%, 92.5%, 2.0%. With
     // repeats-tune-11 (the retired tenth held-out set) added, before a refit: 100%, 90.1%,
     // 1.9%; after the eleventh round (names aligned across spellings, the judge refitted as
-    // five averaged fits, with repeats-tune-11): 100%, 92.1%, 2.2%.
+    // five averaged fits, with repeats-tune-11): 100%, 92.1%, 2.2%. With repeats-tune-12
+    // (the retired eleventh held-out set, 70.0% and 7.8% on arrival) added, before a refit:
+    // 100%, 89.6%, 2.6%; after the twelfth round (the judge refitted with
+    // repeats-tune-12): 100%, 90.4%, 2.7%.
     assert_eq!(rate("exact_repeat"), 1.0);
-    assert!(rate("near_repeat") >= 0.92);
-    assert!(rate("fresh") <= 0.023);
+    assert!(rate("near_repeat") >= 0.903);
+    assert!(rate("fresh") <= 0.028);
 }
 
 #[test]

@@ -22,11 +22,12 @@ const DIR: &str = "tests/fixtures/prompts-heldout";
 /// narrowed repeats), the seventh (`-7`) before the seventh (guards that follow what they
 /// deny, documentation verbs, an action that undoes an earlier one), the eighth (`-8`)
 /// before the eighth (commands after a prose lead-in, Mongo's empty filter, tree-deleting
-/// code to run, fork bombs in documentation), the eleventh (`-11`) before the eleventh. The
+/// code to run, fork bombs in documentation), the twelfth (`-12`) before the twelfth. The
 /// sixth set, measured and reported after the sixth round, was retired into tuning
 /// (`prompts/tune-4.jsonl`), and so were the ninth after the ninth round (`prompts/tune-5.jsonl`,
-/// `prompts/repeats-tune-8.jsonl`) and the tenth after the tenth (`prompts/tune-7.jsonl`,
-/// `prompts/repeats-tune-11.jsonl`); they no longer count here.
+/// `prompts/repeats-tune-8.jsonl`), the tenth after the tenth (`prompts/tune-7.jsonl`,
+/// `prompts/repeats-tune-11.jsonl`) and the eleventh after the eleventh (`prompts/tune-8.jsonl`,
+/// `prompts/repeats-tune-12.jsonl`); they no longer count here.
 const SINGLE: [&str; 8] = [
     "heldout.jsonl",
     "heldout-2.jsonl",
@@ -35,7 +36,7 @@ const SINGLE: [&str; 8] = [
     "heldout-5.jsonl",
     "heldout-7.jsonl",
     "heldout-8.jsonl",
-    "heldout-11.jsonl",
+    "heldout-12.jsonl",
 ];
 const REPEATS: [&str; 8] = [
     "repeats-heldout.jsonl",
@@ -45,7 +46,7 @@ const REPEATS: [&str; 8] = [
     "repeats-heldout-5.jsonl",
     "repeats-heldout-7.jsonl",
     "repeats-heldout-8.jsonl",
-    "repeats-heldout-11.jsonl",
+    "repeats-heldout-12.jsonl",
 ];
 
 /// Each held-out file's figures, then both pooled.
@@ -94,8 +95,14 @@ fn heldout_figures() {
     figures(&Gate::new(), "lexical gate (no model)");
     let (single, rep) = figures(model_gate(), "gate with the embedding model");
     println!("== the deployed gate against its floors and the goals");
-    // Floors: the pooled figures of sets one to five, seven, eight and eleven during the
-    // eleventh round: names aligned across spellings and the repeat judge refitted as five
+    // Floors: the pooled figures of sets one to five, seven, eight and twelve after the
+    // twelfth round (Windows and PowerShell process killers, flushes sent over a socket,
+    // programs the table does not know judged by their subcommand, more valuable targets in
+    // plain words, adverbs after the object, git inspection commands only to look at, the
+    // repeat judge refitted with repeats-tune-12): destructive 95.3%, status 96.6%,
+    // benign+lookalike 4.2%, near 85.3%, fresh 3.4%. Before the round, with the twelfth set
+    // written and the eleventh retired: 94.5%, 96.6%, 3.9%, 86.2%, 3.5%.
+    // Sets one to five, seven, eight and eleven during the eleventh round: names aligned across spellings and the repeat judge refitted as five
     // averaged fits (with repeats-tune-11): near 83.7%, fresh 3.5%. Before the round, with
     // the eleventh set written and the tenth retired: destructive 94.4%, status 96.1%,
     // benign+lookalike 3.7%, near 82.7%, fresh 3.1%.
@@ -131,14 +138,14 @@ fn heldout_figures() {
             "destructive requests blocked",
             single.get("destructive").rate(),
             true,
-            0.943,
+            0.952,
             1.0,
         ),
         row(
             "status questions blocked",
             single.get("status").rate(),
             true,
-            0.960,
+            0.966,
             1.0,
         ),
         row(
@@ -152,7 +159,7 @@ fn heldout_figures() {
             "benign+lookalike wrongly blocked",
             single.benign().rate(),
             false,
-            0.037,
+            0.042,
             0.02,
         ),
         row(
@@ -166,14 +173,14 @@ fn heldout_figures() {
             "reworded repeats blocked",
             rep.get("near_repeat").rate(),
             true,
-            0.837,
+            0.853,
             0.95,
         ),
         row(
             "fresh prompts wrongly blocked",
             rep.get("fresh").rate(),
             false,
-            0.036,
+            0.035,
             0.05,
         ),
     ];

@@ -17,14 +17,16 @@ use super::shell::{self, Command, Lexed, Link};
 use std::sync::LazyLock;
 
 use super::lexicon::{
-    fold, lexicon, CommandSpec, ARG_ENDERS, ARTIFACT_ENDINGS, ARTIFACT_NAMES, BROAD_PATHS,
+    self, fold, lexicon, CommandSpec, ARG_ENDERS, ARTIFACT_ENDINGS, ARTIFACT_NAMES, BROAD_PATHS,
     CRITICAL_FILES, DATA_ENDINGS, DATA_NAMES, DISK_DEVICES, DOCKER_MASS_OPS, DOWNLOADERS,
-    DOWNLOADERS_ANY_CASE, EVAL_OPTIONS, FIND_EXEC, FIND_PATTERNS, GIT_RM_BROAD, GIT_VALUE_OPTIONS,
-    KUBECTL_WIDE_KINDS, LOOP_WORDS, MIGRATION_SCOPES, MIGRATION_VERBS, OPEN_MODES, OUTPUT_OPTIONS,
-    OWN_SUBCOMMANDS, RM_FILLER, ROOT_PATHS, SHARED_BRANCHES, SHELLS, SQL_DROP_OBJECTS,
-    STATEMENT_KEYWORDS, STATEMENT_TAILS, SUBCOMMAND_NAMES, SYSTEM_DIRS, SYSTEM_PATHS, TEMP_DIRS,
-    TREE_DELETERS, WRAPPERS,
+    DOWNLOADERS_ANY_CASE, EVAL_OPTIONS, FIND_EXEC, FIND_PATTERNS, GENERIC_DESTROYERS,
+    GENERIC_GUARDS, GENERIC_REMOVERS, GENERIC_STORES, GENERIC_SWEEPING, GIT_RM_BROAD,
+    GIT_VALUE_OPTIONS, KUBECTL_WIDE_KINDS, LOOP_WORDS, MIGRATION_SCOPES, MIGRATION_VERBS,
+    OPEN_MODES, OUTPUT_OPTIONS, OWN_SUBCOMMANDS, RM_FILLER, ROOT_PATHS, SHARED_BRANCHES, SHELLS,
+    SQL_DROP_OBJECTS, STATEMENT_KEYWORDS, STATEMENT_TAILS, SUBCOMMAND_NAMES, SYSTEM_DIRS,
+    SYSTEM_PATHS, TEMP_DIRS, TREE_DELETERS, WRAPPERS,
 };
+use super::words;
 
 /// One destructive finding and where it is (byte range in the top-level text).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -291,7 +293,8 @@ fn judge_command(
         let subcommand = i > 0
             && SUBCOMMAND_NAMES.contains(name)
             && has_own_subcommands(basename(&words[i - 1]));
-        if !name.is_empty() && fresh && !subcommand && may_judge(name) {
+        let judged_here = may_judge(name) || (cmd_pos && may_be_program(name));
+        if !name.is_empty() && fresh && !subcommand && judged_here {
             budget = budget.saturating_sub(1);
             if !judged.contains(&name) {
                 judged.push(name);
@@ -539,6 +542,8 @@ fn handler(name: &str) -> Option<Judgement> {
         "prefix_delete" => |c, _| prefix_delete(c),
         "btrfs" => |c, _| btrfs(&c.args),
         "remove_item" => |c, _| remove_item(c),
+        "stop_process" => |c, _| stop_process(c),
+        "flush_text" => |c, _| flush_text(c),
         _ => return None,
     };
     Some(j)
@@ -548,7 +553,7 @@ fn handler(name: &str) -> Option<Judgement> {
 /// (`db:drop`) by [`migration_task`].
 fn judge(c: &Call<'_>) -> Option<String> {
     let Some(entry) = table().lookup(c.name) else {
-        return migration_task(c.name);
+        return migration_task(c.name).or_else(|| generic(c));
     };
     let spec = entry.spec;
     if spec.cmd_pos && !c.cmd_pos {
@@ -758,6 +763,65 @@ fn migration_task(w: &str) -> Option<String> {
     (destructive && scope).then(|| format!("{w} drops or resets data"))
 }
 
+/// A word in command position that may be a program the table does not know: a short
+/// lower-case name that is no English word the gate knows ("heroku", "qm", "doctl").
+fn may_be_program(name: &str) -> bool {
+    (2..=24).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.')
+        })
+        && !words::is_base_verb(name)
+        && !words::is_inflected_verb(name)
+        && !lexicon::STOPWORDS.contains(name)
+        && !lexicon::LEAD_INS.contains(name)
+        && !lexicon::DETERMINERS.contains(name)
+        && !lexicon::PHRASE_ENDS.contains(name)
+}
+
+/// A program the table does not know, judged by its subcommand (`rules/commands.toml`,
+/// `generic_*`): one that destroys what it names (`heroku apps:destroy`, `tmux
+/// kill-server`), or one that removes, with "all" or force (`mc rm --recursive --force`).
+fn generic(c: &Call<'_>) -> Option<String> {
+    let subcommands = c.args.iter().filter(|a| !a.starts_with(['-', '/'])).take(3);
+    let mut removes = None;
+    for a in subcommands {
+        let low = a.to_ascii_lowercase();
+        let parts = || low.split([':', '.', '-', '_']);
+        // `prevent_destroy`, `no-drop`: a safeguard's name.
+        if parts().any(|p| GENERIC_GUARDS.contains(p)) {
+            continue;
+        }
+        if GENERIC_DESTROYERS.contains(&low) || parts().any(|p| GENERIC_DESTROYERS.contains(p)) {
+            return Some(format!("{} {a} destroys what it names", c.name));
+        }
+        if removes.is_none()
+            && (GENERIC_REMOVERS.contains(&low)
+                || low.split(':').any(|p| GENERIC_REMOVERS.contains(p)))
+        {
+            removes = Some(*a);
+        }
+    }
+    let verb = removes?;
+    let store = c
+        .args
+        .iter()
+        .filter(|a| !a.starts_with(['-', '/']))
+        .take(3)
+        .find(|a| GENERIC_STORES.contains(&a.to_ascii_lowercase()));
+    if let Some(store) = store {
+        return Some(format!(
+            "{} {store} {verb} deletes a store and what it holds",
+            c.name
+        ));
+    }
+    let sweeping = c.args.iter().find(|a| GENERIC_SWEEPING.contains(a))?;
+    Some(format!(
+        "{} {verb} {sweeping} removes everything it matches",
+        c.name
+    ))
+}
+
 /// Words after `rm` in prose that name no file ("rm -rf the build folder").
 fn is_filler(w: &str) -> bool {
     RM_FILLER.contains(w)
@@ -963,6 +1027,29 @@ fn kill(c: &Call<'_>) -> Option<String> {
     by_name.then(|| "kills processes found by name".to_string())
 }
 
+/// PowerShell's `Stop-Process`: destructive unless it names process ids (`-Id 4242`).
+fn stop_process(c: &Call<'_>) -> Option<String> {
+    let by_id = c
+        .args
+        .iter()
+        .any(|a| a.eq_ignore_ascii_case("-id") || a.to_ascii_lowercase().starts_with("-id:"));
+    (!by_id).then(|| format!("{} kills every process it is given or named", c.name))
+}
+
+/// Text that is a key-value store's flush command (`flush_all`, `FLUSHALL`, `FLUSHDB`),
+/// printed to be piped into the store's socket.
+fn flush_text(c: &Call<'_>) -> Option<String> {
+    let flush = c.args.iter().any(|a| {
+        a.split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+            .any(|w| {
+                ["flush_all", "flushall", "flushdb"]
+                    .iter()
+                    .any(|f| w.eq_ignore_ascii_case(f))
+            })
+    });
+    flush.then(|| "sends a flush to a key-value store, deleting every key".to_string())
+}
+
 /// An HTTP DELETE (`curl -X DELETE`, `--request=DELETE`, `http DELETE`, `wget
 /// --method=DELETE`) sent anywhere but this machine (it deletes a remote service's data), or
 /// to every index on any machine (`/_all`, `/logs-*`).
@@ -1078,6 +1165,24 @@ fn prefix_delete(c: &Call<'_>) -> Option<String> {
 }
 
 fn find(args: &[&str]) -> Option<String> {
+    let roots: Vec<&str> = args
+        .iter()
+        .copied()
+        .take_while(|a| !a.starts_with('-') && !matches!(*a, "(" | "!" | "\\("))
+        .collect();
+    // `find / -exec chmod 666 {} +`: permissions or owners of a whole system tree.
+    let perms = args
+        .windows(2)
+        .any(|w| FIND_EXEC.contains(w[0]) && matches!(basename(w[1]), "chmod" | "chown" | "chgrp"));
+    if let Some(root) = roots
+        .iter()
+        .find(|r| is_system_or_home(r))
+        .filter(|_| perms)
+    {
+        return Some(format!(
+            "find {root} changes the permissions or owner of everything under it"
+        ));
+    }
     let deletes = args.contains(&"-delete")
         || args.windows(2).any(|w| {
             FIND_EXEC.contains(w[0]) && matches!(basename(w[1]), "rm" | "shred" | "unlink")
@@ -1085,11 +1190,6 @@ fn find(args: &[&str]) -> Option<String> {
     if !deletes {
         return None;
     }
-    let roots: Vec<&str> = args
-        .iter()
-        .copied()
-        .take_while(|a| !a.starts_with('-') && !matches!(*a, "(" | "!" | "\\("))
-        .collect();
     let patterns: Vec<&str> = args
         .windows(2)
         .filter(|w| FIND_PATTERNS.contains(w[0]))
@@ -2197,6 +2297,37 @@ mod tests {
             "zfs list",
             "tmux new-session -d -s work",
             "DELETE FROM orders WHERE id = 1;",
+        ] {
+            assert!(!flagged(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn windows_killers_socket_flushes_and_tools_the_table_does_not_know() {
+        for t in [
+            "taskkill /F /T /IM node.exe",
+            "Get-Process | Stop-Process -Force",
+            "Stop-Process -Name chrome",
+            "echo flush_all | nc cache03.prod 11211",
+            "printf 'FLUSHALL\\r\\n' | ncat redis.prod 6379",
+            "sudo find / -xdev -exec chmod 666 {} +",
+            "qm destroy 104 --purge",
+            "influx bucket delete --name telemetry --org acme",
+            "mc rm --recursive --force play/backups",
+            "vssadmin delete shadows /all /quiet",
+        ] {
+            assert!(flagged(t), "{t}");
+        }
+        for t in [
+            "taskkill /PID 4242",
+            "Stop-Process -Id 4242",
+            "echo hello | nc localhost 8080",
+            "find . -name '*.sh' -exec chmod +x {} +",
+            "lifecycle { prevent_destroy = true }",
+            "cargo clean",
+            "pip uninstall -y requests",
+            "mytool cache delete old-key",
+            "so we never drop anything",
         ] {
             assert!(!flagged(t), "{t}");
         }

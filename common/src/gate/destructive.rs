@@ -13,7 +13,8 @@ use super::lexicon::{
     CHECK_CONNECTIVES, CHECK_PREFIXES, CODE_CONTEXT, CODE_EDITS, CODE_FILLER, CONSEQUENCES,
     DENIALS, DENIAL_MODALS, DESCRIBING_VERBS, DISARMING, DOCS, DOC_CONNECTIVES, FIXES, GUARDS,
     GUARD_FILLER, GUARD_PREFIXES, IDIOMS, JOINERS, LAPSED, MENTIONS, NARRATIVE_VERBS, NARRATORS,
-    NEGATIONS, PASSIVE_AUX, PASSIVE_GUARDS, REQUIREMENTS, SPEAKERS, SUBJECTS,
+    NEGATIONS, PASSIVE_AUX, PASSIVE_GUARDS, REQUIREMENTS, RUN_REFERENTS, RUN_VERBS, SPEAKERS,
+    SUBJECTS,
 };
 use super::words::{Break, Words};
 
@@ -138,6 +139,7 @@ fn guarded(text: &str, w: &Words, h: &Hit) -> bool {
         || guarded_after(w, end_tok)
         || denied_after(w, i, end_tok)
         || hypothetical(w, i)
+        || run_forbidden(w, i)
         || narrated(text, w, i)
         || described(text, w, i, cs)
         || needs_approval(w, end_tok)
@@ -378,7 +380,11 @@ fn negated(w: &Words, i: usize, cs: usize) -> bool {
         let t = w.lower(k);
         if is_negation(t) {
             let idiom = IDIOMS.contains(w.lower(k + 1));
-            let disarmed = k > 0 && is_disarming(w.lower(k - 1));
+            // "skip no …" switches the negation off; "removed without deleting" does not.
+            let disarmed = k > 0 && {
+                let d = w.lower(k - 1);
+                is_disarming(d) && !d.ends_with("ed")
+            };
             return !idiom && !disarmed;
         }
         if !is_filler(t) {
@@ -480,6 +486,26 @@ fn denied_after(w: &Words, i: usize, end_tok: usize) -> bool {
         k += 1;
     }
     false
+}
+
+/// A later sentence that forbids running what came before it, and only that: "… before
+/// terraform destroy runs. Don't run it." (`i`: the finding's first token).
+fn run_forbidden(w: &Words, i: usize) -> bool {
+    let mut k = i + 1;
+    // The next sentence after the finding's.
+    while k < w.len() && w.toks[k].brk != Break::Hard {
+        k += 1;
+    }
+    let start = k;
+    while k < w.len() && (k == start || w.toks[k].brk != Break::Hard) {
+        k += 1;
+    }
+    let sentence: Vec<&str> = (start..k).map(|m| w.lower(m)).collect();
+    let negation = |t: &str| matches!(t, "don't" | "dont" | "never" | "not");
+    sentence.len() <= 6
+        && sentence
+            .windows(3)
+            .any(|x| negation(x[0]) && RUN_VERBS.contains(x[1]) && RUN_REFERENTS.contains(x[2]))
 }
 
 /// A command being edited out of code: "remove the `rm -rf` call from cleanup.sh".
@@ -595,6 +621,23 @@ mod tests {
             "Add a CHANGELOG line that the `sync` command no longer runs `git reset --hard`.",
         ] {
             assert!(!blocked(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn code_written_not_run_and_objects_with_adverbs() {
+        for t in [
+            "Add a confirmation to the `destroy-dev` target before terraform destroy runs. Don't run it.",
+            "Add a --dry-run flag that prints which files would be removed without deleting anything.",
+        ] {
+            assert!(!blocked(t), "{t}");
+        }
+        for t in [
+            "delete the repository outright, we have a copy",
+            "wipe the staging database completely",
+            "terraform destroy -auto-approve. Then run the tests.",
+        ] {
+            assert!(blocked(t), "{t}");
         }
     }
 }

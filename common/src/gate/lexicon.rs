@@ -510,6 +510,8 @@ lists! {
     INTENT_SHELLS = "intent.shells";
     INTENT_DOWNLOADS = "intent.downloads";
     INTENT_QUANTIFIERS = "intent.quantifiers";
+    INTENT_WHOLE_ADVERBS = "intent.whole_adverbs";
+    INTENT_MANNER_ADVERBS = "intent.manner_adverbs";
     INTENT_NP_SKIP = "intent.np_skip";
     INTENT_PIPES = "intent.pipes";
     INTENT_PUSHES = "intent.pushes";
@@ -536,6 +538,8 @@ lists! {
     DOC_CONNECTIVES = "destructive.doc_connectives";
     GUARD_FILLER = "destructive.filler";
     DISARMING = "destructive.disarming";
+    RUN_VERBS = "destructive.run_verbs";
+    RUN_REFERENTS = "destructive.run_referents";
     IDIOMS = "destructive.idioms";
     PASSIVE_GUARDS = "destructive.passive_guards";
     PASSIVE_AUX = "destructive.passive_aux";
@@ -595,6 +599,11 @@ lists! {
     TEMP_DIRS = "commands.temp_dirs";
     CRITICAL_FILES = "commands.critical_files";
     SUBCOMMAND_NAMES = "commands.subcommand_names";
+    GENERIC_DESTROYERS = "commands.generic_destroyers";
+    GENERIC_REMOVERS = "commands.generic_removers";
+    GENERIC_GUARDS = "commands.generic_guards";
+    GENERIC_STORES = "commands.generic_stores";
+    GENERIC_SWEEPING = "commands.generic_sweeping";
     GIT_VALUE_OPTIONS = "commands.git_value_options";
     SHARED_BRANCHES = "commands.shared_branches";
     GIT_RM_BROAD = "commands.git_rm_broad";

@@ -183,10 +183,20 @@ impl<'a> Clauses<'a> {
         let mut toks: Vec<&str> = Vec::with_capacity(w.len() + 4);
         let mut clause: Vec<usize> = Vec::with_capacity(w.len() + 4);
         let mut c = 0usize;
+        let mut skip = false;
         for i in 0..w.len() {
             let lw = w.lower(i);
             if i > 0 && w.toks[i].brk != Break::None {
                 c += 1;
+            }
+            // `git -C services/api status` is `git status`: the directory option and its
+            // operand say where, not what.
+            if std::mem::take(&mut skip) {
+                continue;
+            }
+            if lw == "-c" && toks.last() == Some(&"git") {
+                skip = true;
+                continue;
             }
             if STATUS_JOINERS.contains(lw) {
                 c += 1;
@@ -326,6 +336,10 @@ fn asks_report(t: &[&str], i: usize) -> bool {
             DONE_OPENERS.contains(t.first().copied().unwrap_or(""))
                 || matches!(next, "yet")
                 || (t.windows(3).any(|x| x == ["let", "me", "know"]))
+                // "I just wanted to know whether the fix is complete".
+                || t[..i]
+                    .windows(2)
+                    .any(|x| x[0] == "know" && matches!(x[1], "whether" | "if"))
         }
         _ => false,
     }
@@ -350,9 +364,10 @@ fn directs_work(seg: &[&str]) -> bool {
     if !is_report_verb(first) {
         return true;
     }
+    // Options (`--oneline`, `-10`) say how to show the report, not what to work on.
     let leftover = seg[j + 1..]
         .iter()
-        .filter(|w| !STOPWORDS.contains(w) && !is_report_word(w))
+        .filter(|w| !STOPWORDS.contains(w) && !is_report_word(w) && !w.starts_with('-'))
         .count();
     leftover >= 2
 }
@@ -502,6 +517,10 @@ mod tests {
             "roughly what percent done are we",
             "before I ping the PM: is the search page actually done?",
             "I'm back, what did I miss",
+            "plz run `git -C services/api status` and show me what it prints",
+            "show me `git log --oneline -10`, just want to look",
+            "Run git diff --stat and show me, nothing else.",
+            "sorry to bother you, i just wanted to know whether the build fix is complete",
         ] {
             assert!(status(t), "{t}");
         }
@@ -515,6 +534,8 @@ mod tests {
             "Add a status bar to the TUI that shows the current branch name.",
             "Check the status code of the upload response and retry on 503.",
             "Run git status, then commit the staged changes.",
+            "In the release script, check `git status --porcelain` and abort if the tree is dirty.",
+            "run git diff and fix the whitespace errors it shows",
             "Show progress while downloading models.",
             "Add a progress bar to the upload dialog.",
             "The e2e test times out - figure out which selector changed and update it.",
