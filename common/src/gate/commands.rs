@@ -783,9 +783,14 @@ fn may_be_program(name: &str) -> bool {
 /// `generic_*`): one that destroys what it names (`heroku apps:destroy`, `tmux
 /// kill-server`), or one that removes, with "all" or force (`mc rm --recursive --force`).
 fn generic(c: &Call<'_>) -> Option<String> {
-    let subcommands = c.args.iter().filter(|a| !a.starts_with(['-', '/'])).take(3);
+    let subcommands = c
+        .args
+        .iter()
+        .copied()
+        .filter(|a| !a.starts_with(['-', '/']));
     let mut removes = None;
-    for a in subcommands {
+    let mut store = None;
+    for a in subcommands.take(3) {
         let low = a.to_ascii_lowercase();
         let parts = || low.split([':', '.', '-', '_']);
         // `prevent_destroy`, `no-drop`: a safeguard's name.
@@ -795,20 +800,16 @@ fn generic(c: &Call<'_>) -> Option<String> {
         if GENERIC_DESTROYERS.contains(&low) || parts().any(|p| GENERIC_DESTROYERS.contains(p)) {
             return Some(format!("{} {a} destroys what it names", c.name));
         }
-        if removes.is_none()
-            && (GENERIC_REMOVERS.contains(&low)
-                || low.split(':').any(|p| GENERIC_REMOVERS.contains(p)))
-        {
-            removes = Some(*a);
+        let remover =
+            GENERIC_REMOVERS.contains(&low) || low.split(':').any(|p| GENERIC_REMOVERS.contains(p));
+        if remover {
+            removes = removes.or(Some(a));
+        }
+        if GENERIC_STORES.contains(&low) {
+            store = store.or(Some(a));
         }
     }
     let verb = removes?;
-    let store = c
-        .args
-        .iter()
-        .filter(|a| !a.starts_with(['-', '/']))
-        .take(3)
-        .find(|a| GENERIC_STORES.contains(&a.to_ascii_lowercase()));
     if let Some(store) = store {
         return Some(format!(
             "{} {store} {verb} deletes a store and what it holds",

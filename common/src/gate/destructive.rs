@@ -500,12 +500,13 @@ fn run_forbidden(w: &Words, i: usize) -> bool {
     while k < w.len() && (k == start || w.toks[k].brk != Break::Hard) {
         k += 1;
     }
-    let sentence: Vec<&str> = (start..k).map(|m| w.lower(m)).collect();
     let negation = |t: &str| matches!(t, "don't" | "dont" | "never" | "not");
-    sentence.len() <= 6
-        && sentence
-            .windows(3)
-            .any(|x| negation(x[0]) && RUN_VERBS.contains(x[1]) && RUN_REFERENTS.contains(x[2]))
+    k - start <= 6
+        && (start..k.saturating_sub(2)).any(|m| {
+            negation(w.lower(m))
+                && RUN_VERBS.contains(w.lower(m + 1))
+                && RUN_REFERENTS.contains(w.lower(m + 2))
+        })
 }
 
 /// A command being edited out of code: "remove the `rm -rf` call from cleanup.sh".
