@@ -13,9 +13,9 @@ use gate_score::{load, model_gate, repeats, single_prompts, Score, Tally};
 const DIR: &str = "tests/fixtures/prompts";
 /// `tune-4` and `repeats-tune-4` were the sixth held-out set, `tune-5` and `repeats-tune-8`
 /// the ninth, `tune-7` and `repeats-tune-11` the tenth, `tune-8` and `repeats-tune-12` the
-/// eleventh, retired into tuning once their
+/// eleventh, `tune-10` and `repeats-tune-13` the twelfth, retired into tuning once their
 /// figures were reported (see `prompts-heldout/README.md`).
-const SINGLE: [&str; 11] = [
+const SINGLE: [&str; 12] = [
     "dev.jsonl",
     "extra.jsonl",
     "tune.jsonl",
@@ -27,8 +27,9 @@ const SINGLE: [&str; 11] = [
     "tune-7.jsonl",
     "tune-8.jsonl",
     "tune-9.jsonl",
+    "tune-10.jsonl",
 ];
-const REPEATS: [&str; 13] = [
+const REPEATS: [&str; 16] = [
     "repeats-dev.jsonl",
     "repeats-extra.jsonl",
     "repeats-tune.jsonl",
@@ -40,6 +41,9 @@ const REPEATS: [&str; 13] = [
     "repeats-tune-9.jsonl",
     "repeats-tune-11.jsonl",
     "repeats-tune-12.jsonl",
+    "repeats-tune-13.jsonl",
+    "repeats-tune-14.jsonl",
+    "repeats-tune-15.jsonl",
     "repeats-tune-7.jsonl",
     "repeats-tune-10.jsonl",
 ];
@@ -95,11 +99,14 @@ fn tuning_single_prompts() {
     // commands only to look at, "don't run it"): 99.4%, 98.9%, 100%, 1.1%. With tune-9.jsonl
     // (the long tail of tools and targets, written for the twelfth round) added, at the end
     // of the round (programs the table does not know judged by their subcommand, more
-    // valuable targets in plain words): 98.7%, 98.3%, 100%, 1.5%.
-    assert!(rate("destructive") >= 0.986);
-    assert!(rate("status") >= 0.982);
+    // valuable targets in plain words): 98.7%, 98.3%, 100%, 1.5%. With the retired twelfth
+    // held-out set (tune-10.jsonl) added: 98.5%, 97.9%, 100%, 1.9%; after the thirteenth
+    // round (a request after a mention, lists of code spans, reasons after "since", requests
+    // for output, courtesy and "no need to" clauses): 99.1%, 98.9%, 100%, 1.4%.
+    assert!(rate("destructive") >= 0.99);
+    assert!(rate("status") >= 0.988);
     assert_eq!(rate("too_short"), 1.0);
-    assert!(benign.rate() <= 0.016);
+    assert!(benign.rate() <= 0.015);
 }
 
 #[test]
@@ -129,10 +136,11 @@ fn tuning_repeats() {
     // round): 100%, 93.7%, 18.9%. With repeats-tune-10.jsonl, also checked and not fitted
     // (on arrival: 82.5%, 21.7%), pooled: 100%, 90.3%, 19.7%; after the eleventh round:
     // 100%, 91.5%, 20.0%; after the twelfth (the judge refitted with repeats-tune-12):
-    // 100%, 90.8%, 19.7%.
+    // 100%, 90.8%, 19.7%; after the thirteenth (refitted with repeats-tune-13 to -15):
+    // 100%, 91.3%, 18.7%.
     assert_eq!(check("exact_repeat"), 1.0);
-    assert!(check("near_repeat") >= 0.90);
-    assert!(check("fresh") <= 0.20);
+    assert!(check("near_repeat") >= 0.91);
+    assert!(check("fresh") <= 0.19);
     // Measured when the gate by meaning landed: 100%, 76.6%, 3.0%; with repeats-tune-2.jsonl
     // added: 100%, 72.5%, 6.0%; after the second round on novelty: 100%, 72.5%, 3.4%; after
     // the third (units, phrasal verbs, "pls"): 100%, 74.4%, 3.4%. With the retired sixth
@@ -151,9 +159,12 @@ fn tuning_repeats() {
     // five averaged fits, with repeats-tune-11): 100%, 92.1%, 2.2%. With repeats-tune-12
     // (the retired eleventh held-out set, 70.0% and 7.8% on arrival) added, before a refit:
     // 100%, 89.6%, 2.6%; after the twelfth round (the judge refitted with
-    // repeats-tune-12): 100%, 90.4%, 2.7%.
+    // repeats-tune-12): 100%, 90.4%, 2.7%. With repeats-tune-13 (the retired twelfth
+    // held-out set), -14 and -15 (written for the thirteenth round; -15 on arrival, with the
+    // judge refitted to -13 and -14: 82.7% and 4.7%) added and the judge refitted to all
+    // three: 100%, 89.0%, 2.7%.
     assert_eq!(rate("exact_repeat"), 1.0);
-    assert!(rate("near_repeat") >= 0.903);
+    assert!(rate("near_repeat") >= 0.888);
     assert!(rate("fresh") <= 0.028);
 }
 

@@ -321,7 +321,12 @@ fn judge_command(
                 push_call_hit(cmd, i, call.args.len(), base, detail, hits);
             }
         }
-        cmd_pos &= keeps_command_position(w);
+        // In prose "… and run `del /s …`" starts a command again after the sentence's first.
+        let rejoined = prose
+            && i > 0
+            && matches!(words[i - 1].as_str(), "and" | "then")
+            && matches!(name, "run" | "Run" | "exec");
+        cmd_pos = (cmd_pos && keeps_command_position(w)) || rejoined;
         via_xargs |= name == "xargs";
     }
     disk_redirects(cmd, base, hits);
@@ -788,6 +793,10 @@ fn generic(c: &Call<'_>) -> Option<String> {
         .iter()
         .copied()
         .filter(|a| !a.starts_with(['-', '/']));
+    // `rename-command FLUSHALL ""` (redis.conf) takes a command away.
+    if c.name.split(['-', '_']).any(|p| GENERIC_GUARDS.contains(p)) {
+        return None;
+    }
     let mut removes = None;
     let mut store = None;
     for a in subcommands.take(3) {
@@ -1731,7 +1740,15 @@ fn statements(text: &str, base: usize, code: bool, hits: &mut Vec<Hit>) {
     }
     let toks = sql_tokens(text);
     for (k, t) in toks.iter().enumerate() {
-        if let Some(detail) = sql_statement(&toks, k, code) {
+        // `truncate(text, max)`, `drop(guard)`: a function called, not a statement;
+        // `rename-command FLUSHALL ""` (redis.conf): a command taken away.
+        let renamed = text[..t.0].trim_end().ends_with("rename-command");
+        if renamed || text[t.0 + t.1.len()..].starts_with('(') {
+            continue;
+        }
+        if let Some(detail) =
+            sql_statement(&toks, k, code).or_else(|| cypher_detach(text, &toks, k))
+        {
             let start = base + t.0;
             hits.push(Hit {
                 detail,
@@ -1855,6 +1872,20 @@ fn mongo_calls(text: &str, lower: &str, base: usize, hits: &mut Vec<Hit>) -> boo
         }
     }
     false
+}
+
+/// Cypher's `MATCH (n) DETACH DELETE n` at token `k` (`DETACH`): every node the MATCH
+/// finds, with its relationships; unbounded when nothing between the MATCH and the DELETE
+/// narrows it (a WHERE, a `{…}` property filter, a LIMIT).
+fn cypher_detach(text: &str, toks: &[(usize, &str)], k: usize) -> Option<String> {
+    let is = |i: usize, w: &str| toks.get(i).is_some_and(|t| t.1.eq_ignore_ascii_case(w));
+    if !is(k, "detach") || !is(k + 1, "delete") {
+        return None;
+    }
+    let m = (0..k).rev().take(64).find(|&i| is(i, "match"))?;
+    let narrowed = (m..k).any(|i| is(i, "where") || is(i, "limit"))
+        || text[toks[m].0..toks[k].0].contains('{');
+    (!narrowed).then(|| "Cypher DETACH DELETE without WHERE deletes every matched node".into())
 }
 
 /// The finding of the SQL or Redis statement that starts at token `k`, if it destroys data.
@@ -2316,6 +2347,8 @@ mod tests {
             "influx bucket delete --name telemetry --org acme",
             "mc rm --recursive --force play/backups",
             "vssadmin delete shadows /all /quiet",
+            "cypher-shell -u neo4j \"MATCH (n) DETACH DELETE n\"",
+            "open cmd and run del /f /s /q D:\\Data",
         ] {
             assert!(flagged(t), "{t}");
         }
@@ -2329,6 +2362,10 @@ mod tests {
             "pip uninstall -y requests",
             "mytool cache delete old-key",
             "so we never drop anything",
+            "MATCH (n:User {id: 5}) DETACH DELETE n",
+            "MATCH (s:Session) WHERE s.expired DETACH DELETE s",
+            "add `rename-command FLUSHALL \"\"` to redis.conf",
+            "create a `truncate(text, max)` helper",
         ] {
             assert!(!flagged(t), "{t}");
         }

@@ -20,8 +20,8 @@ use super::lexicon::{
     HEAD_COMMITS, HEAD_COMPUTE, HEAD_DATA, HEAD_DIR, HEAD_ENGINE, HEAD_ENTITIES, HEAD_ENV,
     HEAD_EVERYTHING, HEAD_FILES, HEAD_HISTORY, HEAD_INFRA, HEAD_LOGS, HEAD_PROCESS, HEAD_REPO,
     HEAD_ROWS, HEAD_SCHEMA, HEAD_STORE, HEAD_TABLE, HEAD_TAGS, INTENT_BOUNDING,
-    INTENT_BOUNDING_TAIL, INTENT_COLLECTION_ERASERS, INTENT_COMMAND_WORDS, INTENT_DB,
-    INTENT_DEVICES, INTENT_DISCARD, INTENT_DOCS, INTENT_DOWNLOADS, INTENT_DOWN_VERBS,
+    INTENT_BOUNDING_TAIL, INTENT_COLLECTION_ERASERS, INTENT_COMMAND_WORDS, INTENT_COPULAS,
+    INTENT_DB, INTENT_DEVICES, INTENT_DISCARD, INTENT_DOCS, INTENT_DOWNLOADS, INTENT_DOWN_VERBS,
     INTENT_EMPTIERS, INTENT_ERASE, INTENT_FORCE_FLAGS, INTENT_FORMAT, INTENT_GIT, INTENT_INTO,
     INTENT_KILL, INTENT_MANNER_ADVERBS, INTENT_MASS, INTENT_NOUN_MARKERS, INTENT_NP_SKIP,
     INTENT_OVERWRITE, INTENT_OWN_WORK, INTENT_PARTICLES, INTENT_PIPES, INTENT_PLACE_PREPS,
@@ -29,6 +29,7 @@ use super::lexicon::{
     INTENT_RESET_TARGETS, INTENT_REWRITE, INTENT_SAFE, INTENT_SHARED_BRANCH, INTENT_SHARED_COMMITS,
     INTENT_SHARED_HISTORY, INTENT_SHARED_TAGS, INTENT_SHELLS, INTENT_STRONG, INTENT_TABLE_ERASERS,
     INTENT_TEARDOWN, INTENT_VALUABLE, INTENT_VALUABLE_DIRS, INTENT_WHOLE_ADVERBS, PHRASE_ENDS,
+    SUBJECTS,
 };
 use super::words::{self, Break, Form, Words};
 
@@ -336,8 +337,12 @@ fn request_verb<'a>(w: &'a Words, i: usize, lw: &'a str) -> Option<(Verb, &'stat
     if !matches!(form, Form::Base | Form::Ing) || w.toks[i].upper {
         return None;
     }
-    // "the delete button", "a soft delete", "on delete": a noun, not a request.
-    if i > 0 && w.toks[i].brk == Break::None && INTENT_NOUN_MARKERS.contains(w.lower(i - 1)) {
+    // "the delete button", "a soft delete", "on delete": a noun, not a request; "is empty",
+    // "stays clear": an adjective.
+    if i > 0
+        && w.toks[i].brk == Break::None
+        && (INTENT_NOUN_MARKERS.contains(w.lower(i - 1)) || INTENT_COPULAS.contains(w.lower(i - 1)))
+    {
         return None;
     }
     let next = w.lower(i + 1);
@@ -563,7 +568,15 @@ impl<'a> Request<'a> {
                 .chain(pp_words.iter())
                 .chain(tail.iter())
                 .any(|m| is_safe(m) || m.starts_with("test_") || m.ends_with("_test"));
-        let bounded = mods.iter().chain(tail.iter()).any(|m| is_bounding(m))
+        // "rows created since Monday" are some of them; "since it's eating disk" gives a
+        // reason: a subject after the word opens a clause.
+        let opens_clause = |k: usize| {
+            let next = tail.get(k + 1).copied().unwrap_or("");
+            let subject = next.split('\'').next().unwrap_or(next);
+            SUBJECTS.contains(subject)
+        };
+        let bounded = mods.iter().any(|m| is_bounding(m))
+            || (0..tail.len()).any(|k| is_bounding(tail[k]) && !opens_clause(k))
             || tail
                 .first()
                 .is_some_and(|t| INTENT_BOUNDING_TAIL.contains(t));
@@ -857,6 +870,8 @@ mod tests {
             "flush the production redis before the benchmark",
             "wipe Firestore, the old data is useless",
             "Delete the production Postgres and recreate it.",
+            "Use the admin API to delete our Slack workspace.",
+            "delete all rows from audit_log since it's eating disk",
         ] {
             assert!(flagged(t), "{t}");
         }
@@ -891,6 +906,9 @@ mod tests {
             "Remove Redis from docker-compose.yml, we use memcached now.",
             "Drop MongoDB support from the storage layer.",
             "Flush the test redis between integration tests.",
+            "Skip the upload when the output dir is empty.",
+            "Remove the workspace member from the team fixture.",
+            "Delete rows from audit_log created since last week.",
         ] {
             assert!(!flagged(t), "{t}");
         }

@@ -440,6 +440,8 @@ lists! {
     PROGRESS_COMPOUNDS = "status.progress_compounds";
     /// Phrases, words separated by one space, in the order they are tried.
     STATUS_PHRASES = "status.phrases";
+    /// Clauses of courtesy that direct no work ("take your time").
+    STATUS_COURTESIES = "status.courtesies";
     STATUS_CHECK_WORDS = "status.check_words";
     STATUS_CHECK_TAILS = "status.check_tails";
     STATUS_TYPO_TARGETS = "status.typo_targets";
@@ -496,6 +498,8 @@ lists! {
     INTENT_DOCS = "intent.docs";
     INTENT_GIT = "intent.git";
     INTENT_NOUN_MARKERS = "intent.noun_markers";
+    /// Verbs after which a destructive verb's form is an adjective ("is empty").
+    INTENT_COPULAS = "intent.copulas";
     INTENT_PLACE_PREPS = "intent.place_preps";
     INTENT_RESET_TARGETS = "intent.reset_targets";
     INTENT_SHARED_HISTORY = "intent.shared_history";

@@ -10,9 +10,10 @@ use std::sync::LazyLock;
 use super::lexicon::{
     fold, CONTRACTIONS, DONE_OPENERS, DONE_WORDS, LEAD_INS, PROGRESS_COMPOUNDS, REPORT_NOUNS,
     REPORT_OPENERS, STATUS_AFTER, STATUS_CHECK_TAILS, STATUS_CHECK_WORDS, STATUS_COMPOUNDS,
-    STATUS_FILLER, STATUS_JOINERS, STATUS_OPENER_LEAD_INS, STATUS_PHRASES, STATUS_QUESTION_OPENERS,
-    STATUS_REPORT_VERBS, STATUS_REPORT_WORDS, STATUS_RUN_ON_IS, STATUS_TELL_VERBS,
-    STATUS_TYPO_TARGETS, STOPWORDS, SUMMARY_TOPICS, SUMMARY_WORDS, TEXTING, UPDATE_OPENERS,
+    STATUS_COURTESIES, STATUS_FILLER, STATUS_JOINERS, STATUS_OPENER_LEAD_INS, STATUS_PHRASES,
+    STATUS_QUESTION_OPENERS, STATUS_REPORT_VERBS, STATUS_REPORT_WORDS, STATUS_RUN_ON_IS,
+    STATUS_TELL_VERBS, STATUS_TYPO_TARGETS, STOPWORDS, SUMMARY_TOPICS, SUMMARY_WORDS, TEXTING,
+    UPDATE_OPENERS,
 };
 use super::words::{self, Break, Words};
 
@@ -328,6 +329,11 @@ fn asks_report(t: &[&str], i: usize) -> bool {
                 || t.len() <= 2
         }
         w if SUMMARY_WORDS.contains(w) => t.iter().any(|x| SUMMARY_TOPICS.contains(x)),
+        // "paste the last 20 lines", "show the last lines of the log".
+        "lines" => {
+            prev == "last"
+                || (i > 1 && t[i - 2] == "last" && prev.bytes().all(|b| b.is_ascii_digit()))
+        }
         w if STATUS_CHECK_WORDS.contains(w) => {
             DONE_OPENERS.contains(t.first().copied().unwrap_or(""))
                 && t[i + 1..].iter().all(|x| STATUS_CHECK_TAILS.contains(x))
@@ -358,6 +364,15 @@ fn directs_work(seg: &[&str]) -> bool {
     let Some(first) = seg.get(j) else {
         return false;
     };
+    // "no need to change anything", "do not touch the code", "take your time": no work.
+    let rest = &seg[j..];
+    let courtesy = STATUS_COURTESIES.iter().any(|c| {
+        c.split(' ')
+            .eq(rest.iter().take(c.split(' ').count()).copied())
+    });
+    if courtesy || matches!(rest, ["no", "need", ..] | ["do", "not", ..] | ["never", ..]) {
+        return false;
+    }
     if !words::is_base_verb(first) {
         return false;
     }
@@ -521,6 +536,11 @@ mod tests {
             "show me `git log --oneline -10`, just want to look",
             "Run git diff --stat and show me, nothing else.",
             "sorry to bother you, i just wanted to know whether the build fix is complete",
+            "lmk what's still outstanding on the search ticket",
+            "which step are you on now? no need to change anything",
+            "Could you give me an update on everything that happened? Take your time.",
+            "Paste the last 30 lines of the build output.",
+            "Print the output of the last command again.",
         ] {
             assert!(status(t), "{t}");
         }
@@ -548,6 +568,8 @@ mod tests {
             "Do a clean build.",
             "Show me the stats.",
             "List the states of the FSM.",
+            "Paste the error from the last build into the issue and fix the failing import.",
+            "No need to change the parser, just add a test for the empty input.",
         ] {
             assert!(!status(t), "{t}");
         }
