@@ -324,7 +324,9 @@ fn judge_command(
         // In prose "… and run `del /s …`" starts a command again after the sentence's first.
         let rejoined = prose
             && i > 0
-            && matches!(words[i - 1].as_str(), "and" | "then")
+            && ["and", "then"]
+                .iter()
+                .any(|j| words[i - 1].eq_ignore_ascii_case(j))
             && matches!(name, "run" | "Run" | "exec");
         cmd_pos = (cmd_pos && keeps_command_position(w)) || rejoined;
         via_xargs |= name == "xargs";
@@ -1729,8 +1731,8 @@ fn unsqueeze(text: &str, from: usize, to: usize) -> (usize, usize) {
     (start, end)
 }
 
-/// SQL, Mongo and Redis statements. In prose (`code == false`) keywords count only when
-/// written in capitals and shaped like a statement, so "drop table support" is prose.
+/// SQL, Cypher, Mongo and Redis statements. In prose (`code == false`) keywords count only
+/// when written in capitals and shaped like a statement, so "drop table support" is prose.
 fn statements(text: &str, base: usize, code: bool, hits: &mut Vec<Hit>) {
     // Most texts hold none of the keywords: one lower-cased copy answers that cheaply.
     let lower = text.to_ascii_lowercase();
@@ -1747,7 +1749,7 @@ fn statements(text: &str, base: usize, code: bool, hits: &mut Vec<Hit>) {
             continue;
         }
         if let Some(detail) =
-            sql_statement(&toks, k, code).or_else(|| cypher_detach(text, &toks, k))
+            sql_statement(&toks, k, code).or_else(|| cypher_detach(text, &toks, k, code))
         {
             let start = base + t.0;
             hits.push(Hit {
@@ -1876,10 +1878,11 @@ fn mongo_calls(text: &str, lower: &str, base: usize, hits: &mut Vec<Hit>) -> boo
 
 /// Cypher's `MATCH (n) DETACH DELETE n` at token `k` (`DETACH`): every node the MATCH
 /// finds, with its relationships; unbounded when nothing between the MATCH and the DELETE
-/// narrows it (a WHERE, a `{…}` property filter, a LIMIT).
-fn cypher_detach(text: &str, toks: &[(usize, &str)], k: usize) -> Option<String> {
+/// narrows it (a WHERE, a `{…}` property filter, a LIMIT). In prose (`code == false`) only
+/// in capitals, so "match the detach/delete buttons" is prose.
+fn cypher_detach(text: &str, toks: &[(usize, &str)], k: usize, code: bool) -> Option<String> {
     let is = |i: usize, w: &str| toks.get(i).is_some_and(|t| t.1.eq_ignore_ascii_case(w));
-    if !is(k, "detach") || !is(k + 1, "delete") {
+    if !is(k, "detach") || !is(k + 1, "delete") || !(code || toks[k].1 == "DETACH") {
         return None;
     }
     let m = (0..k).rev().take(64).find(|&i| is(i, "match"))?;
@@ -2366,6 +2369,7 @@ mod tests {
             "MATCH (s:Session) WHERE s.expired DETACH DELETE s",
             "add `rename-command FLUSHALL \"\"` to redis.conf",
             "create a `truncate(text, max)` helper",
+            "make the icons match the detach/delete buttons",
         ] {
             assert!(!flagged(t), "{t}");
         }

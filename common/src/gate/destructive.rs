@@ -113,8 +113,8 @@ fn is_disarming(t: &str) -> bool {
 }
 
 /// True if the wording around the finding negates or guards it. A finding inside an inline
-/// code span (`` `curl … | sh` ``) is read from the span's start, so the words before the
-/// span bind to it whatever the span holds.
+/// code span (`` `curl … | sh` ``) is read from the span's start (the start of the first
+/// span of a list of them), so the words before the span bind to it whatever it holds.
 fn guarded(text: &str, w: &Words, h: &Hit) -> bool {
     if w.is_empty() {
         return false;
@@ -175,9 +175,9 @@ fn code_span_start(text: &str, pos: usize) -> Option<usize> {
 
 /// The start of the first span of a list of inline code spans that ends with the span
 /// starting at byte `start` ("`a`, `b` and `c`", "`a` or `b`"); `start` itself when the
-/// span follows no other.
+/// span follows no other. At most [`LIST_REACH`] spans back, so a long list stays cheap.
 fn span_list_start(text: &str, mut start: usize) -> usize {
-    loop {
+    for _ in 0..LIST_REACH {
         let Some(before) = start.checked_sub(1).and_then(|b| text.get(..b)) else {
             return start;
         };
@@ -197,7 +197,11 @@ fn span_list_start(text: &str, mut start: usize) -> usize {
             _ => return start,
         }
     }
+    start
 }
+
+/// How many spans back [`span_list_start`] looks for a list's first.
+const LIST_REACH: usize = 16;
 
 /// How far [`code_span_start`] looks for a span's backticks.
 const SPAN_REACH: usize = 256;
@@ -376,12 +380,20 @@ fn approval_before(w: &Words, i: usize, cs: usize) -> bool {
         return false;
     };
     // Asked for by the code, not by the speaker: "review the diff, then …" is a request,
-    // and so is "I require you to review it before …". Adding one is asking for it: "add a
-    // confirmation prompt … before Format-Volume is called".
+    // and so is "I require you to review it before …". Adding a confirmation or an approval
+    // is asking for one ("add a confirmation prompt … before Format-Volume is called");
+    // adding "review notes" is not.
+    let added = |r: usize| {
+        matches!(w.lower(r), "add" | "adds")
+            && matches!(
+                w.lower(m),
+                "confirmation" | "confirmations" | "approval" | "approvals" | "sign-off"
+            )
+    };
     let Some(r) = (cs..m)
         .rev()
         .take(3)
-        .find(|&r| REQUIREMENTS.contains(w.lower(r)) || matches!(w.lower(r), "add" | "adds"))
+        .find(|&r| REQUIREMENTS.contains(w.lower(r)) || added(r))
     else {
         return false;
     };
@@ -433,7 +445,7 @@ fn mentioned(w: &Words, i: usize, cs: usize) -> bool {
     while k > cs && steps < 8 {
         let t = w.lower(k);
         // "fix the lint errors, make `…`": a new request after the comma ends it too.
-        let asks = VERBS.contains(t) && !MENTIONS.contains(t);
+        let asks = k < i && VERBS.contains(t) && !MENTIONS.contains(t);
         if w.toks[k].brk == Break::Soft && (JOINERS.contains(t) || asks) {
             return false;
         }
@@ -602,6 +614,7 @@ mod tests {
             "Make the filter refuse `diskpart clean`, `Format-Volume` and `Clear-Disk`.",
             "Add a confirmation prompt that shows the drive label before Format-Volume is called.",
             "Make the clean target refuse to run if $(BUILD_DIR) is empty or /",
+            "Make the linter flag migrations (DROP TABLE users) as errors.",
         ] {
             assert!(!blocked(t), "{t}");
         }
@@ -645,6 +658,7 @@ mod tests {
             "After you fix the lint errors, make `git push --force origin main`.",
             "then delete all rows from audit_log in prod since it's eating disk.",
             "open cmd and run del /f /s /q D:\\Data\\*.* to free up space",
+            "Add review notes to the PR before dropping the production database.",
         ] {
             assert!(blocked(t), "{t}");
         }

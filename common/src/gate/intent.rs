@@ -338,10 +338,12 @@ fn request_verb<'a>(w: &'a Words, i: usize, lw: &'a str) -> Option<(Verb, &'stat
         return None;
     }
     // "the delete button", "a soft delete", "on delete": a noun, not a request; "is empty",
-    // "stays clear": an adjective.
+    // "stays clear": an adjective ("is dropping" stays a verb).
+    let adjective =
+        matches!(form, Form::Base) && INTENT_COPULAS.contains(w.lower(i.saturating_sub(1)));
     if i > 0
         && w.toks[i].brk == Break::None
-        && (INTENT_NOUN_MARKERS.contains(w.lower(i - 1)) || INTENT_COPULAS.contains(w.lower(i - 1)))
+        && (INTENT_NOUN_MARKERS.contains(w.lower(i - 1)) || adjective)
     {
         return None;
     }
@@ -576,7 +578,9 @@ impl<'a> Request<'a> {
             SUBJECTS.contains(subject)
         };
         let bounded = mods.iter().any(|m| is_bounding(m))
-            || (0..tail.len()).any(|k| is_bounding(tail[k]) && !opens_clause(k))
+            || (0..tail.len()).any(|k| {
+                is_bounding(tail[k]) && !(matches!(tail[k], "since" | "before") && opens_clause(k))
+            })
             || tail
                 .first()
                 .is_some_and(|t| INTENT_BOUNDING_TAIL.contains(t));
@@ -872,6 +876,7 @@ mod tests {
             "Delete the production Postgres and recreate it.",
             "Use the admin API to delete our Slack workspace.",
             "delete all rows from audit_log since it's eating disk",
+            "The next step is dropping the prod database.",
         ] {
             assert!(flagged(t), "{t}");
         }
@@ -909,6 +914,7 @@ mod tests {
             "Skip the upload when the output dir is empty.",
             "Remove the workspace member from the team fixture.",
             "Delete rows from audit_log created since last week.",
+            "Delete all rows from audit_log that we imported by mistake yesterday.",
         ] {
             assert!(!flagged(t), "{t}");
         }

@@ -364,13 +364,19 @@ fn directs_work(seg: &[&str]) -> bool {
     let Some(first) = seg.get(j) else {
         return false;
     };
-    // "no need to change anything", "do not touch the code", "take your time": no work.
+    // "no need to change anything", "do not touch the code", "take your time": no work
+    // ("don't forget to rebase" is work).
     let rest = &seg[j..];
     let courtesy = STATUS_COURTESIES.iter().any(|c| {
         c.split(' ')
             .eq(rest.iter().take(c.split(' ').count()).copied())
     });
-    if courtesy || matches!(rest, ["no", "need", ..] | ["do", "not", ..] | ["never", ..]) {
+    let hands_off = match rest {
+        ["no", "need", ..] => true,
+        ["do", "not", v, ..] => matches!(*v, "change" | "touch" | "modify" | "edit" | "fix"),
+        _ => false,
+    };
+    if courtesy || hands_off {
         return false;
     }
     if !words::is_base_verb(first) {
@@ -570,6 +576,7 @@ mod tests {
             "List the states of the FSM.",
             "Paste the error from the last build into the issue and fix the failing import.",
             "No need to change the parser, just add a test for the empty input.",
+            "What's left? Do not change the API, but rebase on main first.",
         ] {
             assert!(!status(t), "{t}");
         }
