@@ -93,12 +93,16 @@ fn progress_compound(w: &str) -> bool {
 }
 
 /// Report requests written as phrases, split into words, in the order they are tried.
-static PHRASES: LazyLock<Vec<Vec<&'static str>>> = LazyLock::new(|| {
-    STATUS_PHRASES
-        .iter()
-        .map(|p| p.split(' ').collect())
-        .collect()
-});
+static PHRASES: LazyLock<Vec<Vec<&'static str>>> = LazyLock::new(|| split(STATUS_PHRASES.iter()));
+
+/// Clauses of courtesy that direct no work ("take your time"), split into words once.
+static COURTESIES: LazyLock<Vec<Vec<&'static str>>> =
+    LazyLock::new(|| split(STATUS_COURTESIES.iter()));
+
+/// Phrases of words separated by one space, each as its words.
+fn split(phrases: impl Iterator<Item = &'static str>) -> Vec<Vec<&'static str>> {
+    phrases.map(|p| p.split(' ').collect()).collect()
+}
 
 /// Splits "what's" → what is, "haven't" → have not, "you're" → you are; reads chat
 /// shorthand and one-letter typos of status keywords as the words they stand for ("hw far r
@@ -367,10 +371,7 @@ fn directs_work(seg: &[&str]) -> bool {
     // "no need to change anything", "do not touch the code", "take your time": no work
     // ("don't forget to rebase" is work).
     let rest = &seg[j..];
-    let courtesy = STATUS_COURTESIES.iter().any(|c| {
-        c.split(' ')
-            .eq(rest.iter().take(c.split(' ').count()).copied())
-    });
+    let courtesy = COURTESIES.iter().any(|c| rest.starts_with(c));
     let hands_off = match rest {
         ["no", "need", ..] => true,
         ["do", "not", v, ..] => matches!(*v, "change" | "touch" | "modify" | "edit" | "fix"),
