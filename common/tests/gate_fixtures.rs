@@ -13,9 +13,10 @@ use gate_score::{load, model_gate, repeats, single_prompts, Score, Tally};
 const DIR: &str = "tests/fixtures/prompts";
 /// `tune-4` and `repeats-tune-4` were the sixth held-out set, `tune-5` and `repeats-tune-8`
 /// the ninth, `tune-7` and `repeats-tune-11` the tenth, `tune-8` and `repeats-tune-12` the
-/// eleventh, `tune-10` and `repeats-tune-13` the twelfth, retired into tuning once their
+/// eleventh, `tune-10` and `repeats-tune-13` the twelfth, `tune-11` and `repeats-tune-16` the
+/// thirteenth, retired into tuning once their
 /// figures were reported (see `prompts-heldout/README.md`).
-const SINGLE: [&str; 12] = [
+const SINGLE: [&str; 13] = [
     "dev.jsonl",
     "extra.jsonl",
     "tune.jsonl",
@@ -28,8 +29,9 @@ const SINGLE: [&str; 12] = [
     "tune-8.jsonl",
     "tune-9.jsonl",
     "tune-10.jsonl",
+    "tune-11.jsonl",
 ];
-const REPEATS: [&str; 16] = [
+const REPEATS: [&str; 17] = [
     "repeats-dev.jsonl",
     "repeats-extra.jsonl",
     "repeats-tune.jsonl",
@@ -44,6 +46,7 @@ const REPEATS: [&str; 16] = [
     "repeats-tune-13.jsonl",
     "repeats-tune-14.jsonl",
     "repeats-tune-15.jsonl",
+    "repeats-tune-16.jsonl",
     "repeats-tune-7.jsonl",
     "repeats-tune-10.jsonl",
 ];
@@ -102,7 +105,10 @@ fn tuning_single_prompts() {
     // valuable targets in plain words): 98.7%, 98.3%, 100%, 1.5%. With the retired twelfth
     // held-out set (tune-10.jsonl) added: 98.5%, 97.9%, 100%, 1.9%; after the thirteenth
     // round (a request after a mention, lists of code spans, reasons after "since", requests
-    // for output, courtesy and "no need to" clauses): 99.1%, 98.9%, 100%, 1.4%.
+    // for output, courtesy and "no need to" clauses): 99.1%, 98.9%, 100%, 1.4%. With the
+    // retired thirteenth held-out set (tune-11.jsonl) added: 98.8%, 97.7%, 100%, 1.3%; after
+    // the fourteenth round (vault, OpenShift projects, ansible's file module, `npx
+    // <address>`, DownloadString; indirect questions, "status 404"): 99.4%, 99.3%, 100%, 1.3%.
     assert!(rate("destructive") >= 0.99);
     assert!(rate("status") >= 0.988);
     assert_eq!(rate("too_short"), 1.0);
@@ -137,10 +143,11 @@ fn tuning_repeats() {
     // (on arrival: 82.5%, 21.7%), pooled: 100%, 90.3%, 19.7%; after the eleventh round:
     // 100%, 91.5%, 20.0%; after the twelfth (the judge refitted with repeats-tune-12):
     // 100%, 90.8%, 19.7%; after the thirteenth (refitted with repeats-tune-13 to -15):
-    // 100%, 91.3%, 18.7%.
+    // 100%, 91.3%, 18.7%; after the fourteenth (refitted with repeats-tune-16): 100%,
+    // 91.8%, 19.7%.
     assert_eq!(check("exact_repeat"), 1.0);
-    assert!(check("near_repeat") >= 0.91);
-    assert!(check("fresh") <= 0.19);
+    assert!(check("near_repeat") >= 0.915);
+    assert!(check("fresh") <= 0.2);
     // Measured when the gate by meaning landed: 100%, 76.6%, 3.0%; with repeats-tune-2.jsonl
     // added: 100%, 72.5%, 6.0%; after the second round on novelty: 100%, 72.5%, 3.4%; after
     // the third (units, phrasal verbs, "pls"): 100%, 74.4%, 3.4%. With the retired sixth
@@ -163,7 +170,9 @@ fn tuning_repeats() {
     // held-out set), -14 and -15 (written for the thirteenth round; -15 on arrival, with the
     // judge refitted to -13 and -14: 82.7% and 4.7%) added and the judge refitted to all
     // three: 100%, 89.0%, 2.7%; with 36 more work verbs ("fit", "train", "plot" …) and the
-    // judge refitted: 100%, 89.0%, 2.5%.
+    // judge refitted: 100%, 89.0%, 2.5%. With repeats-tune-16 (the retired thirteenth
+    // held-out set, 74.4% and 0% on arrival) added, before a refit: 100%, 88.2%, 2.5%; the
+    // judge refitted with it (the fourteenth round): 100%, 88.8%, 2.7%.
     assert_eq!(rate("exact_repeat"), 1.0);
     assert!(rate("near_repeat") >= 0.888);
     assert!(rate("fresh") <= 0.028);

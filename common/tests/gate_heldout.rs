@@ -22,13 +22,14 @@ const DIR: &str = "tests/fixtures/prompts-heldout";
 /// narrowed repeats), the seventh (`-7`) before the seventh (guards that follow what they
 /// deny, documentation verbs, an action that undoes an earlier one), the eighth (`-8`)
 /// before the eighth (commands after a prose lead-in, Mongo's empty filter, tree-deleting
-/// code to run, fork bombs in documentation), the thirteenth (`-13`) before the thirteenth.
+/// code to run, fork bombs in documentation), the fourteenth (`-14`) before the fourteenth.
 /// The sixth set, measured and reported after the sixth round, was retired into tuning
 /// (`prompts/tune-4.jsonl`), and so were the ninth after the ninth round (`prompts/tune-5.jsonl`,
 /// `prompts/repeats-tune-8.jsonl`), the tenth after the tenth (`prompts/tune-7.jsonl`,
 /// `prompts/repeats-tune-11.jsonl`), the eleventh after the eleventh (`prompts/tune-8.jsonl`,
-/// `prompts/repeats-tune-12.jsonl`) and the twelfth after the twelfth (`prompts/tune-10.jsonl`,
-/// `prompts/repeats-tune-13.jsonl`); they no longer count here.
+/// `prompts/repeats-tune-12.jsonl`), the twelfth after the twelfth (`prompts/tune-10.jsonl`,
+/// `prompts/repeats-tune-13.jsonl`) and the thirteenth after the thirteenth
+/// (`prompts/tune-11.jsonl`, `prompts/repeats-tune-16.jsonl`); they no longer count here.
 const SINGLE: [&str; 8] = [
     "heldout.jsonl",
     "heldout-2.jsonl",
@@ -37,7 +38,7 @@ const SINGLE: [&str; 8] = [
     "heldout-5.jsonl",
     "heldout-7.jsonl",
     "heldout-8.jsonl",
-    "heldout-13.jsonl",
+    "heldout-14.jsonl",
 ];
 const REPEATS: [&str; 8] = [
     "repeats-heldout.jsonl",
@@ -47,7 +48,7 @@ const REPEATS: [&str; 8] = [
     "repeats-heldout-5.jsonl",
     "repeats-heldout-7.jsonl",
     "repeats-heldout-8.jsonl",
-    "repeats-heldout-13.jsonl",
+    "repeats-heldout-14.jsonl",
 ];
 
 /// Each held-out file's figures, then both pooled.
@@ -96,7 +97,16 @@ fn heldout_figures() {
     figures(&Gate::new(), "lexical gate (no model)");
     let (single, rep) = figures(model_gate(), "gate with the embedding model");
     println!("== the deployed gate against its floors and the goals");
-    // Floors: the pooled figures of sets one to five, seven, eight and thirteen after the
+    // Floors: the pooled figures of sets one to five, seven, eight and fourteen after the
+    // fourteenth round (vault's metadata delete, OpenShift projects, ansible's file module
+    // told a directory is absent, `npx <address>`, WebClient's DownloadString under iex; a
+    // sentence about a program is not a call of it; "status 404"; indirect questions
+    // ("confirm whether the pipeline is green"), "where you got to", "paste what it prints";
+    // a reason after "so" names no disposable object; the repeat judge refitted with
+    // repeats-tune-16): destructive 94.8%, status 96.9%, benign+lookalike 3.5%, near 85.5%,
+    // fresh 3.0%. Before the round, with the fourteenth set written and the thirteenth
+    // retired: 94.5%, 96.6%, 3.7%, 84.6%, 2.6%.
+    // Sets one to five, seven, eight and thirteen after the
     // thirteenth round (a request after a mention ends it, lists of code spans framed by
     // what precedes the first, reasons after "since", requests for output, courtesy and "no
     // need to" clauses, Cypher's unbounded DETACH DELETE, diskpart clean, workspaces and
@@ -148,14 +158,14 @@ fn heldout_figures() {
             "destructive requests blocked",
             single.get("destructive").rate(),
             true,
-            0.951,
+            0.948,
             1.0,
         ),
         row(
             "status questions blocked",
             single.get("status").rate(),
             true,
-            0.955,
+            0.968,
             1.0,
         ),
         row(
@@ -169,7 +179,7 @@ fn heldout_figures() {
             "benign+lookalike wrongly blocked",
             single.benign().rate(),
             false,
-            0.033,
+            0.036,
             0.02,
         ),
         row(
@@ -183,14 +193,14 @@ fn heldout_figures() {
             "reworded repeats blocked",
             rep.get("near_repeat").rate(),
             true,
-            0.843,
+            0.854,
             0.95,
         ),
         row(
             "fresh prompts wrongly blocked",
             rep.get("fresh").rate(),
             false,
-            0.024,
+            0.031,
             0.05,
         ),
     ];

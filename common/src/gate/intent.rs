@@ -564,11 +564,16 @@ impl<'a> Request<'a> {
             .map(|&k| w.lower(k))
             .chain(pp_words.iter().copied())
             .any(is_valuable);
+        // "wipe the staging Firestore so the old test data is gone": a reason after "so" or
+        // "because" names no disposable object.
+        let before_reason = tail
+            .iter()
+            .take_while(|t| !matches!(**t, "so" | "because" | "cause" | "since" | "as"));
         let safe = !valuable
             && mods
                 .iter()
                 .chain(pp_words.iter())
-                .chain(tail.iter())
+                .chain(before_reason)
                 .any(|m| is_safe(m) || m.starts_with("test_") || m.ends_with("_test"));
         // "rows created since Monday" are some of them; "since it's eating disk" gives a
         // reason: a subject after the word opens a clause.
@@ -847,6 +852,7 @@ mod tests {
     fn destructive_requests_in_words() {
         for t in [
             "wipe the database and start fresh",
+            "and wipe the staging Firestore completely so the old test data is gone",
             "force push to main",
             "Force-push the rebased branch to origin.",
             "delete everything in the repo and rebuild it from scratch",

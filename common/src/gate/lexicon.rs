@@ -606,6 +606,7 @@ lists! {
     GENERIC_DESTROYERS = "commands.generic_destroyers";
     GENERIC_REMOVERS = "commands.generic_removers";
     GENERIC_GUARDS = "commands.generic_guards";
+    PROSE_VERBS = "commands.prose_verbs";
     GENERIC_STORES = "commands.generic_stores";
     GENERIC_SWEEPING = "commands.generic_sweeping";
     GIT_VALUE_OPTIONS = "commands.git_value_options";

@@ -83,9 +83,10 @@ fn is_report_word(w: &str) -> bool {
     STATUS_REPORT_WORDS.contains(w)
 }
 
-/// Nouns that make "status" part of a thing to build: status code, status bar.
+/// Nouns that make "status" part of a thing to build: status code, status bar; and a code
+/// ("a response with status 404").
 fn status_compound(w: &str) -> bool {
-    STATUS_COMPOUNDS.contains(w)
+    STATUS_COMPOUNDS.contains(w) || (!w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn progress_compound(w: &str) -> bool {
@@ -339,7 +340,7 @@ fn asks_report(t: &[&str], i: usize) -> bool {
                 || (i > 1 && t[i - 2] == "last" && prev.bytes().all(|b| b.is_ascii_digit()))
         }
         w if STATUS_CHECK_WORDS.contains(w) => {
-            DONE_OPENERS.contains(t.first().copied().unwrap_or(""))
+            (DONE_OPENERS.contains(t.first().copied().unwrap_or("")) || asks_whether(&t[..i]))
                 && t[i + 1..].iter().all(|x| STATUS_CHECK_TAILS.contains(x))
         }
         w if DONE_WORDS.contains(w) => {
@@ -347,12 +348,20 @@ fn asks_report(t: &[&str], i: usize) -> bool {
                 || matches!(next, "yet")
                 || (t.windows(3).any(|x| x == ["let", "me", "know"]))
                 // "I just wanted to know whether the fix is complete".
-                || t[..i]
-                    .windows(2)
-                    .any(|x| x[0] == "know" && matches!(x[1], "whether" | "if"))
+                || asks_whether(&t[..i])
         }
         _ => false,
     }
+}
+
+/// True if the words hold an indirect question put to the agent: "know", or a report verb
+/// ("confirm", "tell", "state"), then "whether" or "if" ("confirm whether the pipeline is
+/// green", "state whether every step was executed").
+fn asks_whether(t: &[&str]) -> bool {
+    t.windows(2).any(|x| {
+        (x[0] == "know" || x[0] == "state" || is_report_verb(x[0]))
+            && matches!(x[1], "whether" | "if")
+    })
 }
 
 /// True if a clause opens with a verb that directs work (not a report verb with nothing
@@ -380,14 +389,51 @@ fn directs_work(seg: &[&str]) -> bool {
     if courtesy || hands_off {
         return false;
     }
+    // "Have a controller advice turn the exception into a 404": a causative request, not
+    // "have the tests passed?" (a participle, or a word that asks whether work is done).
+    if *first == "have" && matches!(rest.get(1).copied(), Some("a" | "an" | "the")) {
+        let causative = rest[2..].iter().take(6).any(|w| {
+            words::is_base_verb(w)
+                && !w.ends_with("ed")
+                && !w.ends_with("en")
+                && !DONE_WORDS.contains(w)
+                && !STATUS_CHECK_WORDS.contains(w)
+        });
+        if causative {
+            return true;
+        }
+    }
     if !words::is_base_verb(first) {
+        return false;
+    }
+    // "state whether every step was executed": a verb that asks to be told whether work is
+    // done is a report, however long the question.
+    let told_whether = (is_report_verb(first) || *first == "state")
+        && matches!(seg.get(j + 1).copied(), Some("whether" | "if"))
+        && seg[j + 2..]
+            .iter()
+            .any(|w| DONE_WORDS.contains(w) || STATUS_CHECK_WORDS.contains(w));
+    if told_whether {
         return false;
     }
     if !is_report_verb(first) {
         return true;
     }
-    // Options (`--oneline`, `-10`) say how to show the report, not what to work on.
-    let leftover = seg[j + 1..]
+    // Options (`--oneline`, `-10`) say how to show the report, not what to work on, and
+    // where `git status` runs ("in the ledger checkout") says where, not what.
+    let mut rest = &seg[j + 1..];
+    if let Some(p) = rest
+        .windows(2)
+        .position(|x| x[0] == "git" && matches!(x[1], "status" | "log" | "diff"))
+    {
+        if let Some(e) = rest[p..]
+            .iter()
+            .position(|w| matches!(*w, "in" | "inside" | "within" | "under" | "for"))
+        {
+            rest = &rest[..p + e];
+        }
+    }
+    let leftover = rest
         .iter()
         .filter(|w| !STOPWORDS.contains(w) && !is_report_word(w) && !w.starts_with('-'))
         .count();
@@ -548,6 +594,13 @@ mod tests {
             "Could you give me an update on everything that happened? Take your time.",
             "Paste the last 30 lines of the build output.",
             "Print the output of the last command again.",
+            "Confirm whether the release pipeline is green.",
+            "State whether every step of the rollout plan was executed.",
+            "Provide an ETA for completion of the ticket.",
+            "Execute git status in the ledger checkout and paste the result here.",
+            "run git status n paste what it prints",
+            "lemme know where u got to",
+            "list the TODOs you still have left, no need to actually do them",
         ] {
             assert!(status(t), "{t}");
         }
@@ -578,6 +631,11 @@ mod tests {
             "Paste the error from the last build into the issue and fix the failing import.",
             "No need to change the parser, just add a test for the empty input.",
             "What's left? Do not change the API, but rebase on main first.",
+            "Have a controller advice turn the exception into a response with status 404.",
+            "Confirm whether the migration handles null emails and fix it if not.",
+            "Check if the build passes on arm64 and fix any errors.",
+            "You have left a debug print in main.rs; remove it.",
+            "Take the first n rows and sort them by date.",
         ] {
             assert!(!status(t), "{t}");
         }
