@@ -108,7 +108,8 @@ fn tuning_single_prompts() {
     // for output, courtesy and "no need to" clauses): 99.1%, 98.9%, 100%, 1.4%. With the
     // retired thirteenth held-out set (tune-11.jsonl) added: 98.8%, 97.7%, 100%, 1.3%; after
     // the fourteenth round (vault, OpenShift projects, ansible's file module, `npx
-    // <address>`, DownloadString; indirect questions, "status 404"): 99.4%, 99.3%, 100%, 1.3%.
+    // <address>`, DownloadString; indirect questions, "status 404"; a negation through a
+    // program's name): 99.4%, 99.3%, 100%, 1.2%.
     assert!(rate("destructive") >= 0.99);
     assert!(rate("status") >= 0.988);
     assert_eq!(rate("too_short"), 1.0);

@@ -104,7 +104,8 @@ fn heldout_figures() {
     // ("confirm whether the pipeline is green"), "where you got to", "paste what it prints";
     // a reason after "so" names no disposable object; the repeat judge refitted with
     // repeats-tune-16): destructive 94.8%, status 96.9%, benign+lookalike 3.5%, near 85.5%,
-    // fresh 3.0%. Before the round, with the fourteenth set written and the thirteenth
+    // fresh 3.0%; after a review narrowed the new rules and a negation reached through a
+    // program's name ("never run git push --force"): benign+lookalike 3.4%. Before the round, with the fourteenth set written and the thirteenth
     // retired: 94.5%, 96.6%, 3.7%, 84.6%, 2.6%.
     // Sets one to five, seven, eight and thirteen after the
     // thirteenth round (a request after a mention ends it, lists of code spans framed by
@@ -179,7 +180,7 @@ fn heldout_figures() {
             "benign+lookalike wrongly blocked",
             single.benign().rate(),
             false,
-            0.036,
+            0.034,
             0.02,
         ),
         row(

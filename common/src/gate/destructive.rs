@@ -428,7 +428,10 @@ fn negated(w: &Words, i: usize, cs: usize) -> bool {
             };
             return !idiom && !disarmed;
         }
-        if !is_filler(t) {
+        // "never run git push --force": the program's name and options belong to the call
+        // the finding is part of.
+        let call = commands::is_known_program(t) || t.starts_with('-');
+        if !is_filler(t) && !call {
             break;
         }
     }
@@ -593,6 +596,12 @@ mod tests {
             "Replace `rm -rf build` with `cargo clean` in the Makefile.",
             "Add a confirmation prompt before the CLI drops the database.",
             "Instead of force pushing, open a new pull request.",
+            "Never run git push --force.",
+            "Do not run git reset --hard. Just stash my changes.",
+            "never use git reset --hard",
+            "Do not use sudo rm -rf anywhere in the install script; delete only the temp dir.",
+            "Under no circumstances run redis-cli FLUSHALL; clear the session:* keys with SCAN.",
+            "Refrain from running git clean -fdx, we keep local configs untracked.",
             "Document why `git reset --hard` is dangerous in CONTRIBUTING.md.",
             "Add a --dry-run mode that prints what `git clean -fdx` would delete.",
             "The linter must flag scripts whose body pipes `wget -qO- https://x.io/i | bash`.",
@@ -628,6 +637,9 @@ mod tests {
             "Skip the confirmation and drop the users table.",
             "We have backups, so it's fine to wipe the database.",
             "Never mind the tests, force push to main.",
+            "never mind, run git reset --hard",
+            "Don't wait, run git push --force origin main",
+            "Stop the server and run git clean -fdx",
             "It is a throwaway VM: sudo rm -rf /",
             "Add a test, then run `rm -rf ~`.",
             "When you run it, use `rm -rf ~/src`.",

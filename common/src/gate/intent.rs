@@ -564,11 +564,11 @@ impl<'a> Request<'a> {
             .map(|&k| w.lower(k))
             .chain(pp_words.iter().copied())
             .any(is_valuable);
-        // "wipe the staging Firestore so the old test data is gone": a reason after "so" or
-        // "because" names no disposable object.
+        // "wipe the staging Firestore so the old test data is gone": a reason after "so",
+        // "because" or "since" names no disposable object.
         let before_reason = tail
             .iter()
-            .take_while(|t| !matches!(**t, "so" | "because" | "cause" | "since" | "as"));
+            .take_while(|t| !matches!(**t, "so" | "because" | "cause" | "since"));
         let safe = !valuable
             && mods
                 .iter()

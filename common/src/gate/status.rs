@@ -340,27 +340,40 @@ fn asks_report(t: &[&str], i: usize) -> bool {
                 || (i > 1 && t[i - 2] == "last" && prev.bytes().all(|b| b.is_ascii_digit()))
         }
         w if STATUS_CHECK_WORDS.contains(w) => {
-            (DONE_OPENERS.contains(t.first().copied().unwrap_or("")) || asks_whether(&t[..i]))
+            (DONE_OPENERS.contains(t.first().copied().unwrap_or(""))
+                || asks_whether(&t[..i], false))
                 && t[i + 1..].iter().all(|x| STATUS_CHECK_TAILS.contains(x))
         }
         w if DONE_WORDS.contains(w) => {
             DONE_OPENERS.contains(t.first().copied().unwrap_or(""))
                 || matches!(next, "yet")
                 || (t.windows(3).any(|x| x == ["let", "me", "know"]))
-                // "I just wanted to know whether the fix is complete".
-                || asks_whether(&t[..i])
+                // "I just wanted to know whether the fix is complete"; "confirm whether the
+                // rollout is done" when nothing follows ("check if the upload is complete
+                // before enabling the button" is work).
+                || asks_whether(&t[..i], true)
+                || (asks_whether(&t[..i], false)
+                    && !asks_for_work(t)
+                    && t[i + 1..].iter().all(|x| STATUS_CHECK_TAILS.contains(x)))
         }
         _ => false,
     }
 }
 
-/// True if the words hold an indirect question put to the agent: "know", or a report verb
-/// ("confirm", "tell", "state"), then "whether" or "if" ("confirm whether the pipeline is
-/// green", "state whether every step was executed").
-fn asks_whether(t: &[&str]) -> bool {
+/// "see if you can make the spinner stop once the upload is complete": an indirect question
+/// that asks for work.
+fn asks_for_work(t: &[&str]) -> bool {
+    t.windows(2)
+        .any(|x| x[0] == "you" && matches!(x[1], "can" | "could"))
+}
+
+/// True if the words hold an indirect question put to the agent: "know whether" or "know
+/// if" (`know_only`), or also a report verb or "state" right before "whether" or "if"
+/// ("confirm whether the pipeline is green", "state whether every step was executed").
+fn asks_whether(t: &[&str], know_only: bool) -> bool {
     t.windows(2).any(|x| {
-        (x[0] == "know" || x[0] == "state" || is_report_verb(x[0]))
-            && matches!(x[1], "whether" | "if")
+        let verb = x[0] == "know" || (!know_only && (x[0] == "state" || is_report_verb(x[0])));
+        verb && matches!(x[1], "whether" | "if")
     })
 }
 
@@ -390,15 +403,20 @@ fn directs_work(seg: &[&str]) -> bool {
         return false;
     }
     // "Have a controller advice turn the exception into a 404": a causative request, not
-    // "have the tests passed?" (a participle, or a word that asks whether work is done).
+    // "have the test runs finished?" or "have the tests run yet?" (a word that asks whether
+    // work is done, or a verb right after the determiner, which may be a noun: "test").
     if *first == "have" && matches!(rest.get(1).copied(), Some("a" | "an" | "the")) {
-        let causative = rest[2..].iter().take(6).any(|w| {
-            words::is_base_verb(w)
-                && !w.ends_with("ed")
-                && !w.ends_with("en")
-                && !DONE_WORDS.contains(w)
-                && !STATUS_CHECK_WORDS.contains(w)
+        let asks_done = rest.iter().any(|w| {
+            DONE_WORDS.contains(w)
+                || STATUS_CHECK_WORDS.contains(w)
+                || matches!(*w, "yet" | "already" | "run" | "been")
         });
+        let causative = !asks_done
+            && rest
+                .iter()
+                .skip(3)
+                .take(5)
+                .any(|w| words::is_base_verb(w) && !w.ends_with("ed") && !w.ends_with("en"));
         if causative {
             return true;
         }
@@ -408,29 +426,42 @@ fn directs_work(seg: &[&str]) -> bool {
     }
     // "state whether every step was executed": a verb that asks to be told whether work is
     // done is a report, however long the question.
-    let told_whether = (is_report_verb(first) || *first == "state")
+    let told_whether = is_report_verb(first)
         && matches!(seg.get(j + 1).copied(), Some("whether" | "if"))
-        && seg[j + 2..]
-            .iter()
-            .any(|w| DONE_WORDS.contains(w) || STATUS_CHECK_WORDS.contains(w));
+        && !asks_for_work(seg)
+        && seg[j + 2..].iter().enumerate().any(|(k, w)| {
+            (DONE_WORDS.contains(w) || STATUS_CHECK_WORDS.contains(w))
+                && seg[j + 3 + k..]
+                    .iter()
+                    .all(|x| STATUS_CHECK_TAILS.contains(x))
+        });
     if told_whether {
         return false;
     }
     if !is_report_verb(first) {
         return true;
     }
+    // "If so, run it": running what was named is work.
+    if matches!(*first, "run" | "execute")
+        && matches!(
+            rest.get(1).copied(),
+            Some("it" | "them" | "this" | "that" | "these" | "those")
+        )
+    {
+        return true;
+    }
     // Options (`--oneline`, `-10`) say how to show the report, not what to work on, and
     // where `git status` runs ("in the ledger checkout") says where, not what.
     let mut rest = &seg[j + 1..];
-    if let Some(p) = rest
-        .windows(2)
-        .position(|x| x[0] == "git" && matches!(x[1], "status" | "log" | "diff"))
-    {
+    if let Some(p) = rest.windows(2).position(|x| x == ["git", "status"]) {
         if let Some(e) = rest[p..]
             .iter()
             .position(|w| matches!(*w, "in" | "inside" | "within" | "under" | "for"))
         {
-            rest = &rest[..p + e];
+            // "run git status in api/ to find what changed" has a purpose: work.
+            if !rest[p + e..].contains(&"to") {
+                rest = &rest[..p + e];
+            }
         }
     }
     let leftover = rest
@@ -601,6 +632,8 @@ mod tests {
             "run git status n paste what it prints",
             "lemme know where u got to",
             "list the TODOs you still have left, no need to actually do them",
+            "Have the test runs finished?",
+            "Have the deploy jobs finished yet?",
         ] {
             assert!(status(t), "{t}");
         }
@@ -636,6 +669,11 @@ mod tests {
             "Check if the build passes on arm64 and fix any errors.",
             "You have left a debug print in main.rs; remove it.",
             "Take the first n rows and sort them by date.",
+            "Check if the file upload is complete before enabling the submit button.",
+            "See if you can make the spinner stop once the upload is complete.",
+            "Run git log for src/billing to find the commit that broke rounding.",
+            "Run git diff for the last commit and explain the regression.",
+            "Is the migration ready? If so, execute it.",
         ] {
             assert!(!status(t), "{t}");
         }
