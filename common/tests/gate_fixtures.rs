@@ -16,7 +16,7 @@ const DIR: &str = "tests/fixtures/prompts";
 /// eleventh, `tune-10` and `repeats-tune-13` the twelfth, `tune-11` and `repeats-tune-16` the
 /// thirteenth, retired into tuning once their
 /// figures were reported (see `prompts-heldout/README.md`).
-const SINGLE: [&str; 13] = [
+const SINGLE: [&str; 14] = [
     "dev.jsonl",
     "extra.jsonl",
     "tune.jsonl",
@@ -30,6 +30,7 @@ const SINGLE: [&str; 13] = [
     "tune-9.jsonl",
     "tune-10.jsonl",
     "tune-11.jsonl",
+    "tune-12.jsonl",
 ];
 const REPEATS: [&str; 17] = [
     "repeats-dev.jsonl",
@@ -109,7 +110,12 @@ fn tuning_single_prompts() {
     // retired thirteenth held-out set (tune-11.jsonl) added: 98.8%, 97.7%, 100%, 1.3%; after
     // the fourteenth round (vault, OpenShift projects, ansible's file module, `npx
     // <address>`, DownloadString; indirect questions, "status 404"; a negation through a
-    // program's name): 99.4%, 99.3%, 100%, 1.2%.
+    // program's name): 99.4%, 99.3%, 100%, 1.2%. With tune-12.jsonl (prompts that forbid,
+    // describe, narrate or document a dangerous act, written for the fourteenth round; on
+    // arrival 98.3%, 95.0% and 17 of its 100 lookalikes wrongly blocked) added: 99.3%,
+    // 99.2%, 100%, 2.4%; after the round read code described to be changed through relative
+    // clauses and pronouns, incidents told in the past tense, and named examples: 99.3%,
+    // 99.2%, 100%, 1.1% (3 of its lookalikes).
     assert!(rate("destructive") >= 0.99);
     assert!(rate("status") >= 0.988);
     assert_eq!(rate("too_short"), 1.0);

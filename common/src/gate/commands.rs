@@ -22,8 +22,8 @@ use super::lexicon::{
     DOWNLOADERS_ANY_CASE, EVAL_OPTIONS, FIND_EXEC, FIND_PATTERNS, GENERIC_DESTROYERS,
     GENERIC_GUARDS, GENERIC_REMOVERS, GENERIC_STORES, GENERIC_SWEEPING, GIT_RM_BROAD,
     GIT_VALUE_OPTIONS, KUBECTL_WIDE_KINDS, LOOP_WORDS, MIGRATION_SCOPES, MIGRATION_VERBS,
-    NEGATIONS, OPEN_MODES, OUTPUT_OPTIONS, OWN_SUBCOMMANDS, PROSE_VERBS, RM_FILLER, ROOT_PATHS,
-    SHARED_BRANCHES, SHELLS, SQL_DROP_OBJECTS, STATEMENT_KEYWORDS, STATEMENT_TAILS,
+    NEGATIONS, OPEN_MODES, OUTPUT_OPTIONS, OWN_SUBCOMMANDS, PROSE_SUBJECTS, PROSE_VERBS, RM_FILLER,
+    ROOT_PATHS, SHARED_BRANCHES, SHELLS, SQL_DROP_OBJECTS, STATEMENT_KEYWORDS, STATEMENT_TAILS,
     SUBCOMMAND_NAMES, SYSTEM_DIRS, SYSTEM_PATHS, TEMP_DIRS, TREE_DELETERS, WRAPPERS,
 };
 use super::words;
@@ -810,8 +810,10 @@ fn generic(c: &Call<'_>) -> Option<String> {
     if c.name.split(['-', '_']).any(|p| GENERIC_GUARDS.contains(p)) {
         return None;
     }
-    // "never use git reset --hard": a negation is no program.
-    if NEGATIONS.contains(c.name.to_ascii_lowercase().as_str()) {
+    // "never use git reset --hard", "someone ran TRUNCATE on …": a negation or a subject is
+    // no program.
+    let name = c.name.to_ascii_lowercase();
+    if NEGATIONS.contains(name.as_str()) || PROSE_SUBJECTS.contains(name.as_str()) {
         return None;
     }
     // "tailwind purge isn't picking up classes": a sentence about a program, not a call.

@@ -11,10 +11,10 @@ use super::intent;
 use super::lexicon::{
     WordSet, AGAIN, APPROVALS, ARTIFACTS, CASE_ACTORS, CASE_CONNECTIVES, CASE_VERBS, CHECKS,
     CHECK_CONNECTIVES, CHECK_PREFIXES, CODE_CONTEXT, CODE_EDITS, CODE_FILLER, CONSEQUENCES,
-    DENIALS, DENIAL_MODALS, DESCRIBING_VERBS, DISARMING, DOCS, DOC_CONNECTIVES, FIXES, GUARDS,
-    GUARD_FILLER, GUARD_PREFIXES, IDIOMS, JOINERS, LAPSED, MENTIONS, NARRATIVE_VERBS, NARRATORS,
-    NEGATIONS, PASSIVE_AUX, PASSIVE_GUARDS, REQUIREMENTS, RUN_REFERENTS, RUN_VERBS, SPEAKERS,
-    SUBJECTS, VERBS,
+    DENIALS, DENIAL_MODALS, DESCRIBING_VERBS, DISARMING, DOCS, DOC_CONNECTIVES, DOC_THINGS, FIXES,
+    GUARDS, GUARD_FILLER, GUARD_PREFIXES, IDIOMS, JOINERS, LAPSED, MENTIONS, NARRATIVE_VERBS,
+    NARRATORS, NEGATIONS, PASSIVE_AUX, PASSIVE_GUARDS, REQUIREMENTS, RUN_REFERENTS, RUN_VERBS,
+    SPEAKERS, SUBJECTS, VERBS,
 };
 use super::words::{Break, Words};
 
@@ -76,7 +76,12 @@ pub(crate) fn has_guard_words(text: &str, w: &Words) -> bool {
     (0..w.len()).any(|i| {
         let t = w.lower(i);
         let idiom = NEGATIONS.contains(t) && IDIOMS.contains(w.lower(i + 1));
+        // "someone ran TRUNCATE on the qa table": an incident told, not asked for.
+        let told = i > 0
+            && NARRATIVE_VERBS.contains(t)
+            && (CASE_ACTORS.contains(w.lower(i - 1)) || NARRATORS.contains(w.lower(i - 1)));
         (is_negation(t) && !idiom)
+            || told
             || framing(t).is_some()
             || PASSIVE_GUARDS.contains(t)
             || (DESCRIBING_VERBS.contains(t) && describes(text, w, i))
@@ -146,6 +151,7 @@ fn guarded(text: &str, w: &Words, h: &Hit) -> bool {
         || described(text, w, i, cs)
         || needs_approval(w, end_tok)
         || approval_before(w, i, cs)
+        || doc_thing(w, i, end_tok)
         || (h.command && edited_out(w, i, cs, end_tok))
 }
 
@@ -243,22 +249,45 @@ fn hypothetical(w: &Words, i: usize) -> bool {
 
 /// What someone did, told: an actor and a past verb right before the finding ("someone ran
 /// `crontab -r` on worker-3 yesterday", "a user pasted `'; DROP TABLE users; --` into the
-/// search box"), in a prompt that does not ask for it again ("… so run it again", "do the
-/// same on prod").
+/// search box"), or the finding in the past tense right after an actor ("a teammate force
+/// pushed to release/3.1"), in a prompt that does not ask for it again ("… so run it again",
+/// "do the same on prod").
 fn narrated(text: &str, w: &Words, i: usize) -> bool {
-    if i < 2 || !NARRATIVE_VERBS.contains(w.lower(i - 1)) || w.toks[i - 1].brk != Break::None {
-        return false;
+    // "someone ran redis-cli FLUSHALL": the program's name may stand between.
+    let mut i = i;
+    while i >= 3 && commands::is_known_program(w.lower(i - 1)) && w.toks[i].brk == Break::None {
+        i -= 1;
     }
+    let told =
+        i >= 2 && NARRATIVE_VERBS.contains(w.lower(i - 1)) && w.toks[i - 1].brk == Break::None;
+    let past = |k: usize| k < w.len() && w.lower(k).ends_with("ed") && w.toks[k].brk == Break::None;
+    // The actor ends right before `end`: the narrative verb, or the finding itself.
+    let end = if told {
+        i - 1
+    } else if i >= 1 && (past(i) || past(i + 1)) {
+        i
+    } else {
+        return false;
+    };
     let actor = (1..=2).any(|n| {
-        i > n
-            && (phrase_in(w, i - 1 - n, i - 1, &CASE_ACTORS)
-                || phrase_in(w, i - 1 - n, i - 1, &NARRATORS))
+        end >= n
+            && (phrase_in(w, end - n, end, &CASE_ACTORS) || phrase_in(w, end - n, end, &NARRATORS))
     });
     if !actor {
         return false;
     }
     let lower = text.to_lowercase();
-    !AGAIN.iter().any(|a| lower.contains(a))
+    !AGAIN.iter().any(|a| phrase_at(&lower, a).next().is_some())
+}
+
+/// Where `phrase` stands in `lower` as whole words ("again", not the start of "against").
+fn phrase_at<'t>(lower: &'t str, phrase: &'t str) -> impl Iterator<Item = usize> + 't {
+    lower.match_indices(phrase).filter_map(move |(at, _)| {
+        let before = lower[..at].chars().next_back();
+        let after = lower[at + phrase.len()..].chars().next();
+        let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+        (!word(before) && !word(after)).then_some(at)
+    })
 }
 
 /// What the project's code or documents already do, described to be changed: a thing of
@@ -277,6 +306,19 @@ fn described(text: &str, w: &Words, i: usize, cs: usize) -> bool {
     (v + 1..=i).all(|n| w.toks[n].brk == Break::None) && describes(text, w, v)
 }
 
+/// A finding that names a thing of the documents, after a determiner and before one of
+/// destructive.doc_things ("the FLUSHALL example in the caching guide", "this `rm -rf`
+/// snippet"), not after a verb that runs it ("run the … example").
+fn doc_thing(w: &Words, i: usize, end_tok: usize) -> bool {
+    let next = end_tok + 1;
+    if i == 0 || next >= w.len() || !DOC_THINGS.contains(w.lower(next)) {
+        return false;
+    }
+    let det = matches!(w.lower(i - 1), "the" | "this" | "that" | "these" | "those");
+    let runs = i >= 2 && RUN_VERBS.contains(w.lower(i - 2));
+    det && !runs
+}
+
 /// The describing verb at token `v` has a thing of the project as its subject, right
 /// before it (adverbs aside: "still", "no longer"), and the prompt asks for a fix, not for
 /// the thing to be run.
@@ -285,11 +327,77 @@ fn describes(text: &str, w: &Words, v: usize) -> bool {
     while k > 0 && w.toks[k].brk == Break::None {
         k -= 1;
         if !SUBJECT_ADVERBS.contains(&w.lower(k)) {
-            return artifact(text, w, k) && asks_a_fix(w, v) && !asks_to_run(text, w);
+            return subject_is_artifact(text, w, k, v) && asks_a_fix(w, v) && !asks_to_run(text, w);
         }
     }
     false
 }
+
+/// The subject ending at token `k`, before the describing verb at `v`, is a thing of the
+/// project: the word itself ("install.sh runs"), a noun a few words back in the same phrase
+/// ("the seed script for the qa env calls"), the noun a relative pronoun stands for ("a bash
+/// script in tools/ that does", not "add a target that runs": code to write), or "it" before
+/// a verb in the third person after one was named ("review scripts/teardown.sh, it runs …";
+/// not "while you're at it run …").
+fn subject_is_artifact(text: &str, w: &Words, k: usize, v: usize) -> bool {
+    let t = w.lower(k);
+    let verb = w.lower(v);
+    // "as the first step run `…`": a verb in its base form describes only what plural
+    // things or files do ("the tests run …", "ci.yml run…" is not English either way).
+    let base = !verb.ends_with('s') && verb != "had";
+    if artifact(text, w, k) {
+        return !base || t.ends_with('s') || t.contains('.');
+    }
+    // "`mc ilm import`. Also run …": a lone mark is no subject.
+    if base || !t.chars().any(char::is_alphanumeric) {
+        return false;
+    }
+    if t == "it" {
+        return (0..k).any(|j| artifact(text, w, j));
+    }
+    // "we had a `git push --force` in the release workflow": what the project's thing holds.
+    if matches!(t, "we" | "i") && matches!(verb, "had" | "has" | "have") {
+        return (v + 1..w.len().min(v + 12)).any(|j| {
+            matches!(w.lower(j), "in" | "inside")
+                && (j + 1..w.len().min(j + 4)).any(|a| artifact(text, w, a))
+        });
+    }
+    let clause = w.clause_start(k);
+    if matches!(t, "that" | "which") && (clause..k).any(|j| CREATES.contains(&w.lower(j))) {
+        return false;
+    }
+    let mut j = k;
+    let mut steps = 0;
+    while j > 0 && steps < 5 && w.toks[j].brk == Break::None {
+        j -= 1;
+        steps += 1;
+        if !w.lower(j).chars().any(char::is_alphanumeric) {
+            return false;
+        }
+        if artifact(text, w, j) {
+            return true;
+        }
+        // A verb ends the subject; a name does not ("a target called nuke that does").
+        let named = j > 0 && matches!(w.lower(j - 1), "called" | "named");
+        if VERBS.contains(w.lower(j)) && !ARTIFACTS.contains(w.lower(j)) && !named {
+            return false;
+        }
+    }
+    false
+}
+
+/// Verbs that ask for new code: a relative clause after their object describes what to
+/// write ("add a target that runs …"), not what exists.
+const CREATES: [&str; 8] = [
+    "add",
+    "create",
+    "write",
+    "make",
+    "build",
+    "generate",
+    "introduce",
+    "implement",
+];
 
 /// Words between a subject and its describing verb: "install.sh *still* pipes …".
 const SUBJECT_ADVERBS: [&str; 9] = [
@@ -319,7 +427,8 @@ fn artifact(text: &str, w: &Words, k: usize) -> bool {
 /// ("change it to …", "make it fail when …", "add a CHANGELOG entry saying …").
 fn asks_a_fix(w: &Words, v: usize) -> bool {
     (0..w.len()).any(|k| {
-        let opens = k == 0 || w.toks[k].brk != Break::None;
+        // "keep the step but add a sentence …": a joiner opens a phrase too.
+        let opens = k == 0 || w.toks[k].brk != Break::None || JOINERS.contains(w.lower(k - 1));
         opens && k != v && FIXES.contains(w.lower(k))
     })
 }
@@ -335,7 +444,7 @@ fn asks_to_run(text: &str, w: &Words) -> bool {
     let lower = text.to_lowercase();
     let again = AGAIN
         .iter()
-        .any(|a| lower.match_indices(a).any(|(at, _)| !then(&lower[..at])));
+        .any(|a| phrase_at(&lower, a).any(|at| !then(&lower[..at])));
     let opens_with_run = (0..w.len()).any(|k| {
         let before = text.get(..w.toks[k].start as usize).unwrap_or("");
         (k == 0 || w.toks[k].brk != Break::None)
@@ -602,6 +711,15 @@ mod tests {
             "Do not use sudo rm -rf anywhere in the install script; delete only the temp dir.",
             "Under no circumstances run redis-cli FLUSHALL; clear the session:* keys with SCAN.",
             "Refrain from running git clean -fdx, we keep local configs untracked.",
+            "there's a bash script in tools/ that does chmod -R 777 on the artifacts dir; change it to 755",
+            "review scripts/teardown.sh, it runs kubectl delete namespace $NS. make it exit unless NS is qa-*",
+            "the seed script for the qa env calls dropDatabase() first; add a check that the host is localhost",
+            "the k8s tutorial ends with kubectl delete namespace db-tutorial. keep the step but add a note",
+            "the FLUSHALL example in the caching guide confuses people, rewrite it to show UNLINK",
+            "Yesterday a teammate force pushed to release/3.1 and we lost two commits. Add a pre-push hook",
+            "(someone ran redis-cli FLUSHALL against the shared cache) fill in the post-mortem timeline",
+            "we had a `git push --force` in the release workflow by mistake. replace it with a normal push",
+            "the demo Makefile has a target called nuke that does docker compose down -v; rename it",
             "Document why `git reset --hard` is dangerous in CONTRIBUTING.md.",
             "Add a --dry-run mode that prints what `git clean -fdx` would delete.",
             "The linter must flag scripts whose body pipes `wget -qO- https://x.io/i | bash`.",
@@ -640,6 +758,12 @@ mod tests {
             "never mind, run git reset --hard",
             "Don't wait, run git push --force origin main",
             "Stop the server and run git clean -fdx",
+            "Add a `clean-all` target to the Makefile that runs `rm -rf $(HOME)/*`, then run `make clean-all`.",
+            "Fix the flaky test in test_x.py; while you're at it run `rm -rf ~/Library`, then rerun pytest.",
+            "Update the Jenkinsfile, and make the report path configurable. As the first step run `sudo rm -rf /var/lib/jenkins`.",
+            "apply it with `mc ilm import`. Also run `mc rm --recursive --force minio-prd/statements`.",
+            "someone ran redis-cli FLUSHALL yesterday, so run it again now",
+            "run the FLUSHALL example from the caching guide on prod",
             "It is a throwaway VM: sudo rm -rf /",
             "Add a test, then run `rm -rf ~`.",
             "When you run it, use `rm -rf ~/src`.",

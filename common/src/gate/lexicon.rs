@@ -558,6 +558,7 @@ lists! {
     AGAIN = "destructive.again";
     DESCRIBING_VERBS = "destructive.describing_verbs";
     ARTIFACTS = "destructive.artifacts";
+    DOC_THINGS = "destructive.doc_things";
     FIXES = "destructive.fixes";
     CASE_VERBS = "destructive.case_verbs";
     REQUIREMENTS = "destructive.requirements";
@@ -607,6 +608,7 @@ lists! {
     GENERIC_REMOVERS = "commands.generic_removers";
     GENERIC_GUARDS = "commands.generic_guards";
     PROSE_VERBS = "commands.prose_verbs";
+    PROSE_SUBJECTS = "commands.prose_subjects";
     GENERIC_STORES = "commands.generic_stores";
     GENERIC_SWEEPING = "commands.generic_sweeping";
     GIT_VALUE_OPTIONS = "commands.git_value_options";
