@@ -684,6 +684,20 @@ fn the_cli_exiting_mid_session_is_escalated(version: &'static str) {
     c.wait_screen(Duration::from_secs(20), "the shell after /exit", |s| {
         s.contains("claude --resume")
     });
+    // The coordinator reads the pane from the agent's settled snapshots, a moment after the
+    // screen changes; resuming before it has seen the shell races that snapshot (the
+    // resumed session would find the CLI busy exiting, not gone).
+    let mut last = serde_json::Value::Null;
+    let seen = wait_for(Duration::from_secs(20), || {
+        last = c.fleet.show(&id);
+        (last["session"]["last_state"] == "exited").then_some(())
+    });
+    assert!(
+        seen.is_some(),
+        "the coordinator never saw the CLI exit: {}\n{}",
+        last["session"],
+        c.diag()
+    );
     c.ctl_ok(&["resume", &id]);
     let show = c.wait_status(&id, Duration::from_secs(20), &["escalated", "done"]);
     c.expect_status(&show, "escalated", "exited");
