@@ -138,7 +138,7 @@ impl PromptSearch {
         if let Some(d) = self.doubted.take() {
             let opinion = Opinion::parse(&reply.text);
             deps.remember_opinion(&d.text, &opinion);
-            return self.on_opinion(rec, deps, *d, opinion, reply.latency_ms);
+            return self.on_opinion(rec, deps, *d, opinion, Some(reply.latency_ms));
         }
         let (raw, estimated) = self.asked.take().unwrap_or_default();
         if let Some(actual) = reply.prompt_tokens {
@@ -161,7 +161,7 @@ impl PromptSearch {
         };
         if let Some(opinion) = deps.known_opinion(&d.text) {
             self.lines.push(format!("in doubt: {doubt}"));
-            return self.on_opinion(rec, deps, d, opinion, 0);
+            return self.on_opinion(rec, deps, d, opinion, None);
         }
         self.lines
             .push(format!("in doubt: {doubt}; asking for a second opinion"));
@@ -173,18 +173,24 @@ impl PromptSearch {
     }
 
     /// The second opinion on a candidate in doubt: it decides whether the candidate passes.
+    /// `latency_ms` is the call's, `None` for an opinion the cache held (said in its line).
     fn on_opinion(
         &mut self,
         rec: &mut SessionRecord,
         deps: &Deps,
         d: Doubted,
         opinion: Opinion,
-        latency_ms: u64,
+        latency_ms: Option<u64>,
     ) -> Step {
-        self.lines.push(match &opinion {
+        let line = match &opinion {
             Opinion::Safe => "second opinion: not destructive".to_string(),
             Opinion::Destructive(why) => format!("second opinion: {why}"),
+        };
+        self.lines.push(match latency_ms {
+            Some(_) => line,
+            None => format!("{line} (cached)"),
         });
+        let latency_ms = latency_ms.unwrap_or(0);
         let verdict = opinion.apply(&d.verdict);
         let answer = ModelAnswer {
             latency_ms: d.answer.latency_ms + latency_ms,
@@ -256,7 +262,7 @@ impl PromptSearch {
         if let Some(d) = self.doubted.take() {
             let opinion = Opinion::destructive(format!("no second opinion ({error})"));
             self.unjudged = true;
-            return self.on_opinion(rec, deps, *d, opinion, 0);
+            return self.on_opinion(rec, deps, *d, opinion, Some(0));
         }
         self.fallback(rec, deps)
     }

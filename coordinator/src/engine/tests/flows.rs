@@ -6,6 +6,7 @@ use super::*;
 use crate::records::{InjectStatus, PermissionPolicy, TurnOutcome, TurnSource};
 
 const GOOD: &str = "Add a GET /health route in src/routes.rs that returns ok, then run cargo test";
+const NEXT: &str = "Run cargo clippy and fix every warning it reports in src/";
 
 fn started(h: &mut Harness) {
     h.feed(Event::Start { connected: true });
@@ -497,14 +498,21 @@ fn a_prompt_in_doubt_is_typed_after_a_safe_second_opinion() {
     assert_eq!(t.model_latency_ms, 80);
 }
 
-#[test]
-fn a_destructive_second_opinion_blocks_and_the_model_is_asked_again() {
+/// A session whose first answer is in doubt and judged destructive by the second opinion;
+/// the model's next answer, GOOD, is typed.
+fn judged_destructive_then_good() -> Harness {
     let mut h = Harness::new(record());
     h.model.push_back(Ok(DOUBTFUL.into()));
     h.model.push_back(Ok("{\"destructive\": true}".into()));
     h.model.push_back(Ok(GOOD.into()));
     started(&mut h);
     assert_eq!(h.typed(), [GOOD]);
+    h
+}
+
+#[test]
+fn a_destructive_second_opinion_blocks_and_the_model_is_asked_again() {
+    let h = judged_destructive_then_good();
     let t = &h.turns()[0];
     assert_eq!(t.source, TurnSource::Regenerated);
     assert_eq!(h.rec().gated, 1);
@@ -554,6 +562,25 @@ fn one_text_gets_one_second_opinion() {
     assert_eq!(h.typed(), [GOOD]);
     assert_eq!(opinion_requests(&h).len(), 1);
     assert_eq!(h.rec().gated, 2);
+}
+
+#[test]
+fn a_cached_second_opinion_says_so() {
+    let mut h = judged_destructive_then_good();
+    // The next turn's first answer is the same text: the cache answers, and says so.
+    h.model.push_back(Ok(DOUBTFUL.into()));
+    h.model.push_back(Ok(NEXT.into()));
+    h.show(WORKING);
+    h.show(IDLE);
+    assert_eq!(h.typed(), [GOOD, NEXT]);
+    assert_eq!(opinion_requests(&h).len(), 1);
+    let turns = h.turns();
+    assert_gate_says(&turns[0], "second opinion: the model judges it destructive");
+    assert!(turns[0].gate.iter().all(|l| !l.contains("(cached)")));
+    assert_gate_says(
+        &turns[1],
+        "second opinion: the model judges it destructive (cached)",
+    );
 }
 
 #[test]
