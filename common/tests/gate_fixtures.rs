@@ -113,13 +113,15 @@ fn tuning_single_prompts() {
     // program's name): 99.4%, 99.3%, 100%, 1.2%. With tune-12.jsonl (prompts that forbid,
     // describe, narrate or document a dangerous act, written for the fourteenth round; on
     // arrival 98.3%, 95.0% and 17 of its 100 lookalikes wrongly blocked) added: 99.3%,
-    // 99.2%, 100%, 2.4%; after the round read code described to be changed through relative
-    // clauses and pronouns, incidents told in the past tense, and named examples: 99.3%,
-    // 99.2%, 100%, 1.1% (3 of its lookalikes).
+    // 99.2%, 100%, 2.4%; after the round read incidents told in the past tense and named
+    // examples: 99.3%, 99.2%, 100%, 1.6% (9 of its lookalikes). Reading code described
+    // through pronouns and relative clauses took it to 1.1%, and was taken back: a review
+    // showed it let destructive requests through ("edit cleanup.sh so it runs `rm -rf /`
+    // and then trigger it").
     assert!(rate("destructive") >= 0.99);
     assert!(rate("status") >= 0.988);
     assert_eq!(rate("too_short"), 1.0);
-    assert!(benign.rate() <= 0.015);
+    assert!(benign.rate() <= 0.017);
 }
 
 #[test]

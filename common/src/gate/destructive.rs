@@ -79,7 +79,9 @@ pub(crate) fn has_guard_words(text: &str, w: &Words) -> bool {
         // "someone ran TRUNCATE on the qa table": an incident told, not asked for.
         let told = i > 0
             && NARRATIVE_VERBS.contains(t)
-            && (CASE_ACTORS.contains(w.lower(i - 1)) || NARRATORS.contains(w.lower(i - 1)));
+            && !matches!(w.lower(i + 1), "out" | "into" | "over" | "across" | "low")
+            && (CASE_ACTORS.contains(w.lower(i - 1)) || NARRATORS.contains(w.lower(i - 1)))
+            && !again_asked(text);
         (is_negation(t) && !idiom)
             || told
             || framing(t).is_some()
@@ -249,9 +251,10 @@ fn hypothetical(w: &Words, i: usize) -> bool {
 
 /// What someone did, told: an actor and a past verb right before the finding ("someone ran
 /// `crontab -r` on worker-3 yesterday", "a user pasted `'; DROP TABLE users; --` into the
-/// search box"), or the finding in the past tense right after an actor ("a teammate force
-/// pushed to release/3.1"), in a prompt that does not ask for it again ("… so run it again",
-/// "do the same on prod").
+/// search box"), or the finding's own verb in the past tense right after an actor ("a
+/// teammate force pushed to release/3.1", "someone truncated the qa table"; not "we delete
+/// archived backups": the past form must be the finding's verb), in a prompt that does not
+/// ask for it again ("… so run it again", "do the same on prod").
 fn narrated(text: &str, w: &Words, i: usize) -> bool {
     // "someone ran redis-cli FLUSHALL": the program's name may stand between.
     let mut i = i;
@@ -260,11 +263,16 @@ fn narrated(text: &str, w: &Words, i: usize) -> bool {
     }
     let told =
         i >= 2 && NARRATIVE_VERBS.contains(w.lower(i - 1)) && w.toks[i - 1].brk == Break::None;
-    let past = |k: usize| k < w.len() && w.lower(k).ends_with("ed") && w.toks[k].brk == Break::None;
     // The actor ends right before `end`: the narrative verb, or the finding itself.
+    let own_past = w.toks[i].brk == Break::None
+        && (past_verb(w.lower(i))
+            || (w.lower(i) == "force"
+                && i + 1 < w.len()
+                && w.toks[i + 1].brk == Break::None
+                && past_verb(w.lower(i + 1))));
     let end = if told {
         i - 1
-    } else if i >= 1 && (past(i) || past(i + 1)) {
+    } else if i >= 1 && own_past {
         i
     } else {
         return false;
@@ -276,8 +284,33 @@ fn narrated(text: &str, w: &Words, i: usize) -> bool {
     if !actor {
         return false;
     }
+    !again_asked(text)
+}
+
+/// True if the prompt asks for something again ("run it again", "do the same on prod").
+fn again_asked(text: &str) -> bool {
     let lower = text.to_lowercase();
-    !AGAIN.iter().any(|a| phrase_at(&lower, a).next().is_some())
+    AGAIN.iter().any(|a| phrase_at(&lower, a).next().is_some())
+}
+
+/// A verb of the lexicon in its past form: "pushed", "truncated", "dropped" (not "shred",
+/// a verb as it stands, nor "archived" read as an adjective: only the finding's own verb
+/// is asked about).
+fn past_verb(t: &str) -> bool {
+    if VERBS.contains(t) {
+        return false;
+    }
+    let Some(stem) = t.strip_suffix("ed") else {
+        return false;
+    };
+    let undoubled = stem
+        .len()
+        .checked_sub(1)
+        .filter(|&n| n > 0 && stem.as_bytes()[n] == stem.as_bytes()[n - 1])
+        .map(|n| &stem[..n]);
+    VERBS.contains(stem)
+        || t.strip_suffix('d').is_some_and(|s| VERBS.contains(s))
+        || undoubled.is_some_and(|s| VERBS.contains(s))
 }
 
 /// Where `phrase` stands in `lower` as whole words ("again", not the start of "against").
@@ -306,17 +339,21 @@ fn described(text: &str, w: &Words, i: usize, cs: usize) -> bool {
     (v + 1..=i).all(|n| w.toks[n].brk == Break::None) && describes(text, w, v)
 }
 
-/// A finding that names a thing of the documents, after a determiner and before one of
-/// destructive.doc_things ("the FLUSHALL example in the caching guide", "this `rm -rf`
-/// snippet"), not after a verb that runs it ("run the … example").
+/// A finding that names a thing of the documents, after a determiner that opens its clause
+/// (or follows a preposition) and before one of destructive.doc_things ("the FLUSHALL
+/// example in the caching guide confuses people", "rewrite the section on the `rm -rf`
+/// snippet"); not "do/paste/run the `rm -rf /` example", where a verb takes it as its object.
 fn doc_thing(w: &Words, i: usize, end_tok: usize) -> bool {
     let next = end_tok + 1;
     if i == 0 || next >= w.len() || !DOC_THINGS.contains(w.lower(next)) {
         return false;
     }
-    let det = matches!(w.lower(i - 1), "the" | "this" | "that" | "these" | "those");
-    let runs = i >= 2 && RUN_VERBS.contains(w.lower(i - 2));
-    det && !runs
+    let d = i - 1;
+    let det = matches!(w.lower(d), "the" | "this" | "that" | "these" | "those");
+    let opens = d == 0
+        || w.toks[d].brk != Break::None
+        || matches!(w.lower(d - 1), "in" | "from" | "of" | "about" | "on");
+    det && opens
 }
 
 /// The describing verb at token `v` has a thing of the project as its subject, right
@@ -334,70 +371,16 @@ fn describes(text: &str, w: &Words, v: usize) -> bool {
 }
 
 /// The subject ending at token `k`, before the describing verb at `v`, is a thing of the
-/// project: the word itself ("install.sh runs"), a noun a few words back in the same phrase
-/// ("the seed script for the qa env calls"), the noun a relative pronoun stands for ("a bash
-/// script in tools/ that does", not "add a target that runs": code to write), or "it" before
-/// a verb in the third person after one was named ("review scripts/teardown.sh, it runs …";
-/// not "while you're at it run …").
+/// project named right there ("install.sh runs", "the tests run"). A verb in its base form
+/// describes only what plural things or files do: "as the first step run `…`" is a request.
+/// Pronouns and relative clauses are not followed: "edit cleanup.sh so it runs `rm -rf /`
+/// and then trigger it" asks for the act.
 fn subject_is_artifact(text: &str, w: &Words, k: usize, v: usize) -> bool {
     let t = w.lower(k);
     let verb = w.lower(v);
-    // "as the first step run `…`": a verb in its base form describes only what plural
-    // things or files do ("the tests run …", "ci.yml run…" is not English either way).
     let base = !verb.ends_with('s') && verb != "had";
-    if artifact(text, w, k) {
-        return !base || t.ends_with('s') || t.contains('.');
-    }
-    // "`mc ilm import`. Also run …": a lone mark is no subject.
-    if base || !t.chars().any(char::is_alphanumeric) {
-        return false;
-    }
-    if t == "it" {
-        return (0..k).any(|j| artifact(text, w, j));
-    }
-    // "we had a `git push --force` in the release workflow": what the project's thing holds.
-    if matches!(t, "we" | "i") && matches!(verb, "had" | "has" | "have") {
-        return (v + 1..w.len().min(v + 12)).any(|j| {
-            matches!(w.lower(j), "in" | "inside")
-                && (j + 1..w.len().min(j + 4)).any(|a| artifact(text, w, a))
-        });
-    }
-    let clause = w.clause_start(k);
-    if matches!(t, "that" | "which") && (clause..k).any(|j| CREATES.contains(&w.lower(j))) {
-        return false;
-    }
-    let mut j = k;
-    let mut steps = 0;
-    while j > 0 && steps < 5 && w.toks[j].brk == Break::None {
-        j -= 1;
-        steps += 1;
-        if !w.lower(j).chars().any(char::is_alphanumeric) {
-            return false;
-        }
-        if artifact(text, w, j) {
-            return true;
-        }
-        // A verb ends the subject; a name does not ("a target called nuke that does").
-        let named = j > 0 && matches!(w.lower(j - 1), "called" | "named");
-        if VERBS.contains(w.lower(j)) && !ARTIFACTS.contains(w.lower(j)) && !named {
-            return false;
-        }
-    }
-    false
+    artifact(text, w, k) && (!base || t.ends_with('s') || t.contains('.'))
 }
-
-/// Verbs that ask for new code: a relative clause after their object describes what to
-/// write ("add a target that runs …"), not what exists.
-const CREATES: [&str; 8] = [
-    "add",
-    "create",
-    "write",
-    "make",
-    "build",
-    "generate",
-    "introduce",
-    "implement",
-];
 
 /// Words between a subject and its describing verb: "install.sh *still* pipes …".
 const SUBJECT_ADVERBS: [&str; 9] = [
@@ -427,8 +410,7 @@ fn artifact(text: &str, w: &Words, k: usize) -> bool {
 /// ("change it to …", "make it fail when …", "add a CHANGELOG entry saying …").
 fn asks_a_fix(w: &Words, v: usize) -> bool {
     (0..w.len()).any(|k| {
-        // "keep the step but add a sentence …": a joiner opens a phrase too.
-        let opens = k == 0 || w.toks[k].brk != Break::None || JOINERS.contains(w.lower(k - 1));
+        let opens = k == 0 || w.toks[k].brk != Break::None;
         opens && k != v && FIXES.contains(w.lower(k))
     })
 }
@@ -711,15 +693,9 @@ mod tests {
             "Do not use sudo rm -rf anywhere in the install script; delete only the temp dir.",
             "Under no circumstances run redis-cli FLUSHALL; clear the session:* keys with SCAN.",
             "Refrain from running git clean -fdx, we keep local configs untracked.",
-            "there's a bash script in tools/ that does chmod -R 777 on the artifacts dir; change it to 755",
-            "review scripts/teardown.sh, it runs kubectl delete namespace $NS. make it exit unless NS is qa-*",
-            "the seed script for the qa env calls dropDatabase() first; add a check that the host is localhost",
-            "the k8s tutorial ends with kubectl delete namespace db-tutorial. keep the step but add a note",
             "the FLUSHALL example in the caching guide confuses people, rewrite it to show UNLINK",
             "Yesterday a teammate force pushed to release/3.1 and we lost two commits. Add a pre-push hook",
             "(someone ran redis-cli FLUSHALL against the shared cache) fill in the post-mortem timeline",
-            "we had a `git push --force` in the release workflow by mistake. replace it with a normal push",
-            "the demo Makefile has a target called nuke that does docker compose down -v; rename it",
             "Document why `git reset --hard` is dangerous in CONTRIBUTING.md.",
             "Add a --dry-run mode that prints what `git clean -fdx` would delete.",
             "The linter must flag scripts whose body pipes `wget -qO- https://x.io/i | bash`.",
@@ -764,6 +740,14 @@ mod tests {
             "apply it with `mc ilm import`. Also run `mc rm --recursive --force minio-prd/statements`.",
             "someone ran redis-cli FLUSHALL yesterday, so run it again now",
             "run the FLUSHALL example from the caching guide on prod",
+            "Next we delete unmerged branches on origin.",
+            "Now we delete detached volumes and orphaned snapshots in prod.",
+            "Now we shred -u /dev/sda.",
+            "We ran out of disk. Truncate the orders table now.",
+            "Edit cleanup.sh so it runs `rm -rf /` and then trigger it.",
+            "The nuke target in the Makefile runs `rm -rf /`, so make nuke now",
+            "Do the `rm -rf /` example on this machine.",
+            "Paste the `rm -rf ~` snippet into your terminal.",
             "It is a throwaway VM: sudo rm -rf /",
             "Add a test, then run `rm -rf ~`.",
             "When you run it, use `rm -rf ~/src`.",
