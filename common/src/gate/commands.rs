@@ -1521,7 +1521,7 @@ fn pipelines(lx: &Lexed, cleaned: &[Vec<String>], base: usize, hits: &mut Vec<Hi
         let web_client = cleaned
             .iter()
             .flatten()
-            .any(|x| x.eq_ignore_ascii_case("new-object") || x.eq_ignore_ascii_case("(new-object"));
+            .any(|x| x.trim_start_matches('(').eq_ignore_ascii_case("new-object"));
         let fetches = |w: &[String]| {
             is_download(w)
                 || (web_client

@@ -342,7 +342,7 @@ fn asks_report(t: &[&str], i: usize) -> bool {
         w if STATUS_CHECK_WORDS.contains(w) => {
             (DONE_OPENERS.contains(t.first().copied().unwrap_or(""))
                 || asks_whether(&t[..i], false))
-                && t[i + 1..].iter().all(|x| STATUS_CHECK_TAILS.contains(x))
+                && only_tails(&t[i + 1..])
         }
         w if DONE_WORDS.contains(w) => {
             DONE_OPENERS.contains(t.first().copied().unwrap_or(""))
@@ -354,10 +354,16 @@ fn asks_report(t: &[&str], i: usize) -> bool {
                 || asks_whether(&t[..i], true)
                 || (asks_whether(&t[..i], false)
                     && !asks_for_work(t)
-                    && t[i + 1..].iter().all(|x| STATUS_CHECK_TAILS.contains(x)))
+                    && only_tails(&t[i + 1..]))
         }
         _ => false,
     }
+}
+
+/// True if nothing but words like "yet" or "now" follow: the done or check word before
+/// them ends the question ("is CI green yet").
+fn only_tails(t: &[&str]) -> bool {
+    t.iter().all(|x| STATUS_CHECK_TAILS.contains(x))
 }
 
 /// "see if you can make the spinner stop once the upload is complete": an indirect question
@@ -431,9 +437,7 @@ fn directs_work(seg: &[&str]) -> bool {
         && !asks_for_work(seg)
         && seg[j + 2..].iter().enumerate().any(|(k, w)| {
             (DONE_WORDS.contains(w) || STATUS_CHECK_WORDS.contains(w))
-                && seg[j + 3 + k..]
-                    .iter()
-                    .all(|x| STATUS_CHECK_TAILS.contains(x))
+                && only_tails(&seg[j + 3 + k..])
         });
     if told_whether {
         return false;
@@ -452,19 +456,19 @@ fn directs_work(seg: &[&str]) -> bool {
     }
     // Options (`--oneline`, `-10`) say how to show the report, not what to work on, and
     // where `git status` runs ("in the ledger checkout") says where, not what.
-    let mut rest = &seg[j + 1..];
-    if let Some(p) = rest.windows(2).position(|x| x == ["git", "status"]) {
-        if let Some(e) = rest[p..]
+    let mut object = &seg[j + 1..];
+    if let Some(p) = object.windows(2).position(|x| x == ["git", "status"]) {
+        if let Some(e) = object[p..]
             .iter()
             .position(|w| matches!(*w, "in" | "inside" | "within" | "under" | "for"))
         {
             // "run git status in api/ to find what changed" has a purpose: work.
-            if !rest[p + e..].contains(&"to") {
-                rest = &rest[..p + e];
+            if !object[p + e..].contains(&"to") {
+                object = &object[..p + e];
             }
         }
     }
-    let leftover = rest
+    let leftover = object
         .iter()
         .filter(|w| !STOPWORDS.contains(w) && !is_report_word(w) && !w.starts_with('-'))
         .count();
