@@ -1219,7 +1219,11 @@ fn with_hooks_a_permission_is_approved_through_the_hook(version: &'static str) {
     let results = c.stub.tool_results();
     assert_eq!(results.len(), 1, "{results:?}");
     assert!(!results[0].is_error, "{results:?}");
-    compat::assert_answered_by_hook(&c.fleet, &id, "approved through the PermissionRequest hook by policy approve-safe: Bash touch karl-marker.txt", || c.diag());
+    let audit = compat::assert_answered_by_hook(&c.fleet, &id, "approved through the PermissionRequest hook by policy approve-safe: Bash touch karl-marker.txt", || c.diag());
+    assert!(
+        audit.contains("its settings run KARL's PermissionRequest hook"),
+        "the agent did not see KARL's hook in the CLI's settings: {audit}"
+    );
     assert_eq!(c.stub.conversation(), prompts(&show));
 }
 

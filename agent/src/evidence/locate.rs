@@ -43,6 +43,8 @@ pub struct Located {
     pub session_path: Option<PathBuf>,
     /// The status the session file stated when found.
     pub status: Option<CliStatus>,
+    /// The CLI's user or project settings hold KARL's `PermissionRequest` hook.
+    pub karl_hook: bool,
 }
 
 impl Located {
@@ -97,6 +99,26 @@ pub fn tree_pids(rows: &[PsRow], root: u32) -> Vec<u32> {
     out
 }
 
+/// Whether Claude Code, with config dir `config_dir`, working in `cwd`, runs KARL's
+/// `PermissionRequest` hook by its user or project settings (a launch's `--settings` file
+/// is the coordinator's to know). Unreadable or odd files count as not holding it.
+pub fn karl_hook_configured(config_dir: &Path, cwd: &Path) -> bool {
+    let project = cwd.join(".claude");
+    [
+        config_dir.join("settings.json"),
+        project.join("settings.json"),
+        project.join("settings.local.json"),
+    ]
+    .iter()
+    .filter_map(|p| std::fs::read_to_string(p).ok())
+    .filter_map(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+    .any(|v| {
+        crate::hooks::settings::installed(&v)
+            .iter()
+            .any(|(event, _)| event == "PermissionRequest")
+    })
+}
+
 /// Finds the agent CLI's session in the pane whose first process is `pane_pid`: Claude
 /// Code by its session file, else Codex by its rollout.
 pub fn locate(rows: &[PsRow], pane_pid: u32, pane_id: &str, probe: &dyn Probe) -> Option<Located> {
@@ -139,6 +161,7 @@ fn locate_claude(pid: u32, pane_id: &str, probe: &dyn Probe) -> Option<Located> 
             version: session.version,
             session_path: Some(path),
             status: Some(session.status),
+            karl_hook: karl_hook_configured(&dir, Path::new(&session.cwd)),
         });
     }
     None
@@ -158,6 +181,7 @@ fn locate_codex(pid: u32, probe: &dyn Probe) -> Option<Located> {
                 transcript: r.path.clone(),
                 session_path: None,
                 status: None,
+                karl_hook: false,
             });
         }
     }
@@ -530,5 +554,29 @@ mod tests {
         assert_eq!(parse_etime("2-00:00:00"), Some(172_800));
         assert_eq!(parse_etime("x"), None);
         assert_eq!(parse_etime(""), None);
+    }
+
+    /// KARL's hook in the user's or the project's Claude settings is seen; another hook, an
+    /// odd file or no file is not.
+    #[test]
+    fn karls_hook_is_found_in_user_or_project_settings() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = tmp.path().join("claude");
+        let proj = tmp.path().join("proj");
+        std::fs::create_dir_all(config.clone()).unwrap();
+        std::fs::create_dir_all(proj.join(".claude")).unwrap();
+        assert!(!karl_hook_configured(&config, &proj));
+        let mut ours = serde_json::json!({});
+        let cmd = format!("karl-agent hook claude {}", crate::hooks::settings::MARKER);
+        crate::hooks::settings::install(&mut ours, &cmd, Some("*")).unwrap();
+        let theirs = r#"{"hooks":{"PermissionRequest":[{"hooks":[{"type":"command","command":"my-hook"}]}]}}"#;
+        std::fs::write(config.join("settings.json"), theirs).unwrap();
+        std::fs::write(proj.join(".claude/settings.json"), "{not json").unwrap();
+        assert!(!karl_hook_configured(&config, &proj));
+        std::fs::write(proj.join(".claude/settings.local.json"), ours.to_string()).unwrap();
+        assert!(karl_hook_configured(&config, &proj));
+        std::fs::remove_file(proj.join(".claude/settings.local.json")).unwrap();
+        std::fs::write(config.join("settings.json"), ours.to_string()).unwrap();
+        assert!(karl_hook_configured(&config, &proj));
     }
 }

@@ -66,6 +66,7 @@ fn evidence_event(
             observed_unix_ms: unix_ms(),
             link: link as i32,
             detail: detail.to_string(),
+            karl_hook: at.is_some_and(|l| l.karl_hook),
         })),
     }
 }

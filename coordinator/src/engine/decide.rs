@@ -165,6 +165,10 @@ pub struct SnapshotFacts<'a> {
     /// When a Claude Code `PermissionRequest` hook was last answered for this session (0:
     /// never): the CLI closes its own prompt then, so the screen must not answer it too.
     pub hook_answered_ms: u64,
+    /// Until when the prompt on screen is left to a Claude Code `PermissionRequest` hook
+    /// that is expected but has not spoken yet (0: none expected): the CLI runs the hook
+    /// while it shows the prompt, and an answer by keys would race the hook's.
+    pub hook_due_ms: u64,
     /// What the agent CLI's transcript says; `None` when it is not followed (the screen
     /// alone decides).
     pub cli: Option<CliFacts>,
@@ -184,6 +188,11 @@ pub struct CliFacts {
 /// How long after a hook answered a permission a permission prompt on screen is taken for
 /// the one the CLI is still closing, not a new one to answer by keys.
 pub const HOOK_ANSWER_GRACE_MS: u64 = 3_000;
+
+/// How long a permission prompt on screen waits for an expected `PermissionRequest` hook
+/// before the screen answers it (the hook reporter itself gives up after 8 s; the hook
+/// normally reaches KARL within a second of the prompt).
+pub const HOOK_WAIT_MS: u64 = 5_000;
 
 /// DESIGN.md's state table, as a pure function.
 pub fn decide(s: &SessionRecord, f: &SnapshotFacts<'_>, limits: &Limits) -> Decision {
@@ -210,6 +219,11 @@ pub fn decide(s: &SessionRecord, f: &SnapshotFacts<'_>, limits: &Limits) -> Deci
                 && f.now_ms.saturating_sub(f.hook_answered_ms) < HOOK_ANSWER_GRACE_MS =>
         {
             Decision::Recheck("the hook answered this permission; the CLI is closing its prompt")
+        }
+        PaneState::Permission
+            if f.now_ms < f.hook_due_ms && s.permissions != PermissionPolicy::Escalate =>
+        {
+            Decision::Recheck("waiting for the CLI's PermissionRequest hook to ask KARL")
         }
         PaneState::Permission => {
             let what = d

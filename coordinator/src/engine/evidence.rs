@@ -83,6 +83,9 @@ impl Session {
     /// Facts from the agent about the CLI in the pane.
     pub(super) fn on_evidence(&mut self, ev: Arc<pb::PaneEvidence>) {
         let facts: Vec<_> = ev.facts.iter().filter_map(wire::from_wire).collect();
+        if ev.karl_hook {
+            self.hooks_expected = true;
+        }
         match ev.link() {
             pb::EvidenceLink::Attached => {
                 self.cli.attached = true;
@@ -95,7 +98,7 @@ impl Session {
                 self.rec.cli_session = ev.cli_session.clone();
                 self.rec.transcript = ev.path.clone();
                 let detail = format!(
-                    "following {}'s transcript {} (session {}); a turn is {}",
+                    "following {}'s transcript {} (session {}); a turn is {}{}",
                     if ev.detail.is_empty() {
                         "the CLI"
                     } else {
@@ -107,6 +110,11 @@ impl Session {
                         "in flight"
                     } else {
                         "not in flight"
+                    },
+                    if ev.karl_hook {
+                        "; its settings run KARL's PermissionRequest hook"
+                    } else {
+                        ""
                     }
                 );
                 tracing::info!(target: "coord.engine", session = %self.rec.id, %detail, "evidence attached");

@@ -16,10 +16,12 @@ use crate::records::{AuditKind, PermissionPolicy, Status};
 
 impl Session {
     pub(super) fn on_hook(&mut self, h: Arc<pb::HookEvent>) {
+        self.hooks_expected = true;
         if h.event != "PermissionRequest" || h.hook_request == 0 {
             tracing::debug!(target: "coord.engine", session = %self.rec.id, event = %h.event, "hook event");
             return;
         }
+        self.hook_seen_ms = self.now.max(1);
         let call = ToolCall {
             id: String::new(),
             name: h.tool_name.clone(),

@@ -112,6 +112,8 @@ impl Session {
             format!("launched the agent CLI ({label})"),
         );
         if status.landed() {
+            // A launched Claude Code runs KARL's hook (`--settings`).
+            self.hooks_expected = true;
             self.rec.launched_ms = self.now;
             self.recheck_at_ms = self.now + LAUNCH_RECHECK_MS;
             self.rec.driven_agent = None;

@@ -269,6 +269,13 @@ pub struct Session {
     pub(super) cli: CliView,
     /// When a `PermissionRequest` hook was last answered (0: never).
     pub(super) hook_answered_ms: u64,
+    /// When a `PermissionRequest` hook last reached KARL, answered or not (0: never).
+    pub(super) hook_seen_ms: u64,
+    /// The CLI runs KARL's `PermissionRequest` hook: KARL launched it with the hook, its
+    /// settings hold the hook, or a hook event came.
+    pub(super) hooks_expected: bool,
+    /// Since when the screen has shown a permission prompt (0: it does not).
+    pub(super) permission_since_ms: u64,
 }
 
 impl Session {
@@ -288,6 +295,9 @@ impl Session {
             waiting_for_agent: false,
             cli: CliView::default(),
             hook_answered_ms: 0,
+            hook_seen_ms: 0,
+            hooks_expected: false,
+            permission_since_ms: 0,
         }
     }
 

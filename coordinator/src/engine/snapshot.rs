@@ -4,11 +4,14 @@
 
 use std::sync::Arc;
 
-use karl_common::detect::{Detection, PaneState};
+use karl_common::detect::{AgentKind, Detection, PaneState};
 use karl_common::gate::{GateContext, Rule};
 use karl_common::pb;
 
-use super::decide::{decide, note_driven_agent, overrule, Decision, SnapshotFacts};
+use super::decide::{
+    decide, note_driven_agent, overrule, Decision, SnapshotFacts, HOOK_ANSWER_GRACE_MS,
+    HOOK_WAIT_MS,
+};
 use super::machine::{Effect, Flow, Session};
 use crate::records::{AuditKind, Status};
 
@@ -53,6 +56,7 @@ impl Session {
             now_ms: now,
             permission_safe,
             hook_answered_ms: self.hook_answered_ms,
+            hook_due_ms: self.hook_due_ms(&d),
             cli: self.cli.facts(),
         };
         let mut decision = decide(&self.rec, &facts, &self.deps.cfg.limits);
@@ -61,6 +65,23 @@ impl Session {
             decision = Decision::Wait("dry run pacing");
         }
         self.act(decision, snap, d);
+    }
+
+    /// Until when a Claude Code permission prompt on screen is left to KARL's hook: set
+    /// while the hook is expected and has not reached KARL for this prompt (a hook may
+    /// come a little before the prompt is drawn).
+    fn hook_due_ms(&self, d: &Detection) -> u64 {
+        let spoke = self.hook_seen_ms != 0
+            && self.hook_seen_ms + HOOK_ANSWER_GRACE_MS > self.permission_since_ms;
+        let waiting = self.hooks_expected
+            && d.agent == AgentKind::Claude
+            && self.permission_since_ms != 0
+            && !spoke;
+        if waiting {
+            self.permission_since_ms + HOOK_WAIT_MS
+        } else {
+            0
+        }
     }
 
     /// Records what the snapshot shows on the session; returns its detection.
@@ -100,6 +121,11 @@ impl Session {
         }
         rec.pending_permission =
             (d.state == PaneState::Permission).then(|| d.permission.clone().unwrap_or_default());
+        self.permission_since_ms = match (d.state, self.permission_since_ms) {
+            (PaneState::Permission, 0) => now,
+            (PaneState::Permission, t) => t,
+            _ => 0,
+        };
         self.last_snapshot = Some(snap.clone());
         self.judge_outcome(snap, &d);
         d

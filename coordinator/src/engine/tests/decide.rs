@@ -27,6 +27,7 @@ fn facts<'a>(d: &'a Detection, hash: &'a str) -> SnapshotFacts<'a> {
         now_ms: 1_000_000,
         permission_safe: true,
         hook_answered_ms: 0,
+        hook_due_ms: 0,
         cli: None,
     }
 }
@@ -246,6 +247,29 @@ fn a_permission_the_hook_just_answered_is_left_to_the_cli() {
     assert!(matches!(
         decide(&s, &f, &l),
         Decision::Permission { approve: true, .. }
+    ));
+}
+
+/// A prompt an expected hook has not spoken for yet waits for it, unless the policy wants a
+/// human anyway (the hook would step aside).
+#[test]
+fn a_permission_waits_for_an_expected_hook_unless_a_human_is_wanted() {
+    let l = Limits::default();
+    let p = det(PaneState::Permission);
+    let mut s = SessionRecord {
+        permissions: PermissionPolicy::Deny,
+        ..session()
+    };
+    let mut f = facts(&p, "h");
+    f.hook_due_ms = f.now_ms + 1;
+    assert!(matches!(decide(&s, &f, &l), Decision::Recheck(_)));
+    s.permissions = PermissionPolicy::Escalate;
+    assert!(matches!(decide(&s, &f, &l), Decision::Escalate(_)));
+    s.permissions = PermissionPolicy::Deny;
+    f.hook_due_ms = f.now_ms;
+    assert!(matches!(
+        decide(&s, &f, &l),
+        Decision::Permission { approve: false, .. }
     ));
 }
 

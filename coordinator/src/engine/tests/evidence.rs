@@ -32,6 +32,7 @@ fn evidence(link: pb::EvidenceLink, facts: Vec<Fact>) -> Event {
         observed_unix_ms: T0,
         link: link as i32,
         detail: "Claude Code 2.1.330 (pid 42)".into(),
+        karl_hook: false,
     }))
 }
 
@@ -522,4 +523,81 @@ fn lost_reports_hand_back_to_the_screen_and_watch_again() {
     attach(&mut h, vec![prompt(GOOD)]);
     assert_eq!(h.rec().evidence, Source::Transcript);
     assert_eq!(h.turns()[0].confirmed_by, Source::Transcript);
+}
+
+/// A session under `approve-safe` on a working pane whose transcript is attached; with
+/// `hooked`, the agent found KARL's hook in the CLI's settings.
+fn approve_safe_attached(hooked: bool) -> Harness {
+    let mut rec = record();
+    rec.permissions = PermissionPolicy::ApproveSafe;
+    let mut h = Harness::new(rec);
+    h.screen = snapshot(WORKING, 1);
+    let Event::Evidence(ev) = evidence(pb::EvidenceLink::Attached, Vec::new()) else {
+        unreachable!("evidence() builds an evidence event");
+    };
+    let mut ev = (*ev).clone();
+    ev.karl_hook = hooked;
+    h.feed(Event::Evidence(Arc::new(ev)));
+    h.feed(Event::Start { connected: true });
+    h
+}
+
+/// Claude Code runs its `PermissionRequest` hook while it draws the prompt: with KARL's hook
+/// in its settings, the prompt on screen is left to the hook, and no key is pressed when
+/// the hook comes late.
+#[test]
+fn a_prompt_is_left_to_an_expected_hook_that_comes_late() {
+    let mut h = approve_safe_attached(true);
+    h.show(PERMISSION);
+    h.advance(1_500);
+    h.advance(1_500);
+    assert!(h.keys().is_empty(), "{:?}", h.keys());
+    assert!(h.audits(AuditKind::Permission).is_empty());
+    h.feed(permission_hook("touch karl-marker.txt", 7));
+    assert!(
+        h.effects.iter().any(|e| matches!(e, Effect::AnswerHook(_))),
+        "the hook is answered"
+    );
+    h.show(PERMISSION);
+    h.advance(1_000);
+    assert!(h.keys().is_empty(), "{:?}", h.keys());
+    let a = h.audits(AuditKind::Permission);
+    assert_eq!(a.len(), 1, "{a:?}");
+    assert!(
+        a[0].detail.contains("through the PermissionRequest hook"),
+        "{}",
+        a[0].detail
+    );
+}
+
+/// A hook that never comes (the agent's socket is gone, the hook was removed) holds the
+/// prompt only for its wait; then the screen answers it as without hooks.
+#[test]
+fn an_expected_hook_that_never_comes_is_answered_on_screen_after_the_wait() {
+    let mut h = approve_safe_attached(true);
+    h.show(PERMISSION);
+    let shown = h.now;
+    while h.keys().is_empty() && h.now < shown + 20_000 {
+        h.advance(500);
+    }
+    assert_eq!(h.keys(), [vec!["Enter".to_string()]]);
+    assert!(
+        h.now >= shown + super::super::decide::HOOK_WAIT_MS,
+        "{}",
+        h.now - shown
+    );
+    let a = h.audits(AuditKind::Permission);
+    assert!(
+        a[0].detail.starts_with("approved by policy"),
+        "{}",
+        a[0].detail
+    );
+}
+
+/// Without KARL's hook in sight the screen answers at once, as it always did.
+#[test]
+fn without_a_hook_in_sight_the_screen_answers_at_once() {
+    let mut h = approve_safe_attached(false);
+    h.show(PERMISSION);
+    assert_eq!(h.keys(), [vec!["Enter".to_string()]]);
 }
