@@ -22,14 +22,17 @@ const DIR: &str = "tests/fixtures/prompts-heldout";
 /// narrowed repeats), the seventh (`-7`) before the seventh (guards that follow what they
 /// deny, documentation verbs, an action that undoes an earlier one), the eighth (`-8`)
 /// before the eighth (commands after a prose lead-in, Mongo's empty filter, tree-deleting
-/// code to run, fork bombs in documentation), the fourteenth (`-14`) before the fourteenth.
+/// code to run, fork bombs in documentation), the fifteenth (`-15`) before the fifteenth
+/// (hooks waited for, nothing in the gate yet).
 /// The sixth set, measured and reported after the sixth round, was retired into tuning
 /// (`prompts/tune-4.jsonl`), and so were the ninth after the ninth round (`prompts/tune-5.jsonl`,
 /// `prompts/repeats-tune-8.jsonl`), the tenth after the tenth (`prompts/tune-7.jsonl`,
 /// `prompts/repeats-tune-11.jsonl`), the eleventh after the eleventh (`prompts/tune-8.jsonl`,
 /// `prompts/repeats-tune-12.jsonl`), the twelfth after the twelfth (`prompts/tune-10.jsonl`,
-/// `prompts/repeats-tune-13.jsonl`) and the thirteenth after the thirteenth
-/// (`prompts/tune-11.jsonl`, `prompts/repeats-tune-16.jsonl`); they no longer count here.
+/// `prompts/repeats-tune-13.jsonl`), the thirteenth after the thirteenth
+/// (`prompts/tune-11.jsonl`, `prompts/repeats-tune-16.jsonl`) and the fourteenth after the
+/// fourteenth (`prompts/tune-13.jsonl`, `prompts/repeats-tune-17.jsonl`); they no longer
+/// count here.
 const SINGLE: [&str; 8] = [
     "heldout.jsonl",
     "heldout-2.jsonl",
@@ -38,7 +41,7 @@ const SINGLE: [&str; 8] = [
     "heldout-5.jsonl",
     "heldout-7.jsonl",
     "heldout-8.jsonl",
-    "heldout-14.jsonl",
+    "heldout-15.jsonl",
 ];
 const REPEATS: [&str; 8] = [
     "repeats-heldout.jsonl",
@@ -48,7 +51,7 @@ const REPEATS: [&str; 8] = [
     "repeats-heldout-5.jsonl",
     "repeats-heldout-7.jsonl",
     "repeats-heldout-8.jsonl",
-    "repeats-heldout-14.jsonl",
+    "repeats-heldout-15.jsonl",
 ];
 
 /// Each held-out file's figures, then both pooled.
@@ -97,7 +100,16 @@ fn heldout_figures() {
     figures(&Gate::new(), "lexical gate (no model)");
     let (single, rep) = figures(model_gate(), "gate with the embedding model");
     println!("== the deployed gate against its floors and the goals");
-    // Floors: the pooled figures of sets one to five, seven, eight and fourteen after the
+    // Floors: the pooled figures of sets one to five, seven, eight and fifteen after the
+    // fifteenth round (`kill -9 -1` with prose after it, `GRANT ALL … TO PUBLIC`, IAM's
+    // allUsers granted a role, "all the content of s3://…", "drag and drop"; a negation reaching both verbs of "do not X or Y"; "make a list of
+    // what is left", "don't touch anything"; "could there be a …", "can X be sent"; the
+    // repeat judge refitted with repeats-tune-17): destructive 95.1%, status 97.4%,
+    // benign+lookalike 3.7%, near 86.0%, fresh 2.6%. Before the round, with the fifteenth
+    // set written and the fourteenth retired: 95.1%, 97.4%, 3.7%, 87.1%, 2.9% (the rules
+    // moved no held-out prompt; the refit lost 7 reworded repeats and 2 fresh false blocks;
+    // a review's mends moved nothing).
+    // Sets one to five, seven, eight and fourteen after the
     // fourteenth round (vault's metadata delete, OpenShift projects, ansible's file module
     // told a directory is absent, `npx <address>`, WebClient's DownloadString under iex; a
     // sentence about a program is not a call of it; "status 404"; indirect questions
@@ -159,14 +171,14 @@ fn heldout_figures() {
             "destructive requests blocked",
             single.get("destructive").rate(),
             true,
-            0.948,
+            0.951,
             1.0,
         ),
         row(
             "status questions blocked",
             single.get("status").rate(),
             true,
-            0.968,
+            0.973,
             1.0,
         ),
         row(
@@ -180,7 +192,7 @@ fn heldout_figures() {
             "benign+lookalike wrongly blocked",
             single.benign().rate(),
             false,
-            0.034,
+            0.037,
             0.02,
         ),
         row(
@@ -194,14 +206,14 @@ fn heldout_figures() {
             "reworded repeats blocked",
             rep.get("near_repeat").rate(),
             true,
-            0.854,
+            0.86,
             0.95,
         ),
         row(
             "fresh prompts wrongly blocked",
             rep.get("fresh").rate(),
             false,
-            0.031,
+            0.026,
             0.05,
         ),
     ];

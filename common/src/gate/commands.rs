@@ -1054,10 +1054,26 @@ fn is_system_or_home(t: &str) -> bool {
 
 fn kill(c: &Call<'_>) -> Option<String> {
     let args = &c.args;
-    let all = match args.last() {
-        Some(&"-1") => args.len() >= 2 || c.cmd_pos,
-        _ => false,
-    } || (args.contains(&"--") && args.contains(&"-1"));
+    // `kill -9 -1`, `kill -s KILL -1 as the airflow user`: pid -1 after the signal (prose
+    // may follow the command); a lone `kill -1` is signal 1 with no pid.
+    // `kill -0 -1` sends nothing: it only asks whether a signal could be sent.
+    let probe = args
+        .iter()
+        .enumerate()
+        .any(|(j, x)| *x == "-0" || (*x == "0" && j > 0 && matches!(args[j - 1], "-s" | "-n")));
+    let after_signal = args.iter().enumerate().skip(1).any(|(i, a)| {
+        *a == "-1"
+            && args[..i]
+                .iter()
+                .enumerate()
+                .all(|(j, x)| x.starts_with('-') || (j > 0 && matches!(args[j - 1], "-s" | "-n")))
+    });
+    let all = !probe
+        && (match args.last() {
+            Some(&"-1") => args.len() >= 2 || c.cmd_pos,
+            _ => false,
+        } || after_signal
+            || (args.contains(&"--") && args.contains(&"-1")));
     if all {
         return Some("kill -1 signals every process".to_string());
     }
@@ -1998,6 +2014,12 @@ fn cypher_detach(text: &str, toks: &[(usize, &str)], k: usize, code: bool) -> Op
 /// The finding of the SQL or Redis statement that starts at token `k`, if it destroys data.
 fn sql_statement(toks: &[(usize, &str)], k: usize, code: bool) -> Option<String> {
     let t = &toks[k];
+    // Cloud IAM's principals for anyone at all, granted a role (`allUsers:objectViewer`,
+    // "give allUsers the objectViewer role"); elsewhere `allUsers` is a variable's name.
+    let principal = t.1.trim_end_matches('.');
+    if matches!(principal, "allUsers" | "allAuthenticatedUsers") {
+        return iam_grant(toks, k).then(|| format!("grants {principal} access: anyone at all"));
+    }
     // In prose a lower-case keyword counts only where a statement would start.
     let upper_ok = code || t.1.chars().all(|c| !c.is_lowercase()) || k == 0 || toks[k - 1].1 == ";";
     if !upper_ok {
@@ -2025,6 +2047,18 @@ fn sql_statement(toks: &[(usize, &str)], k: usize, code: bool) -> Option<String>
             let shaped = statement_shaped(toks, k + 2, code);
             (!has_where(toks, k) && shaped).then(|| "SQL DELETE without WHERE".to_string())
         }
+        // `GRANT ALL [PRIVILEGES] ON … TO PUBLIC`: every privilege to every role.
+        "GRANT" if next == Some("ALL") && (code || t.1 == "GRANT") => {
+            let end = statement_end(toks, k).min(k + 24);
+            let at = |w: &str| (k + 2..end).find(|&i| toks[i].1.eq_ignore_ascii_case(w));
+            let to_public = match (at("on"), at("to")) {
+                (Some(on), Some(to)) if on < to => toks
+                    .get(to + 1)
+                    .is_some_and(|p| p.1.trim_end_matches('.').eq_ignore_ascii_case("public")),
+                _ => false,
+            };
+            to_public.then(|| "SQL GRANT ALL to PUBLIC gives every role every privilege".into())
+        }
         "UPDATE" => {
             let has_set = toks
                 .get(k + 2)
@@ -2033,6 +2067,27 @@ fn sql_statement(toks: &[(usize, &str)], k: usize, code: bool) -> Option<String>
         }
         _ => None,
     }
+}
+
+/// True if the IAM principal at token `k` is granted something: a role right after it
+/// (`allUsers:objectViewer`), or a granting word and a role word within five tokens.
+fn iam_grant(toks: &[(usize, &str)], k: usize) -> bool {
+    let near = &toks[k.saturating_sub(5)..(k + 6).min(toks.len())];
+    let any = |f: &dyn Fn(&str) -> bool| near.iter().any(|t| f(&t.1.to_ascii_lowercase()));
+    let grants = any(&|w| {
+        matches!(
+            w,
+            "grant" | "give" | "bind" | "binding" | "iam" | "member" | "members" | "acl" | "acls"
+        ) || w.starts_with("--member")
+    });
+    let role = any(&|w| {
+        [
+            "role", "viewer", "reader", "writer", "owner", "admin", "invoker",
+        ]
+        .iter()
+        .any(|r| w.contains(r))
+    });
+    grants && role
 }
 
 /// True if the statement that starts at token `k` has a WHERE clause that bounds it: one
@@ -2310,6 +2365,12 @@ mod tests {
             "sudo mkfs.ext4 /dev/sda1",
             "cat image.iso > /dev/disk2",
             "kill -9 -1",
+            "kill -9 -1 as the airflow user on worker-03",
+            "kill -s KILL -1",
+            "GRANT ALL PRIVILEGES ON ALL TABLES IN SCHEMA public TO PUBLIC;",
+            "Run GRANT ALL ON DATABASE analytics TO PUBLIC.",
+            "gsutil iam ch allUsers:objectViewer gs://exports",
+            "Grant roles/storage.objectViewer to allUsers.",
             "kill -9 $(pgrep node)",
             "pgrep node | xargs kill -9",
             "killall -9 node",
@@ -2496,6 +2557,16 @@ mod tests {
             "vault audit disable file/",
             "kubectl delete deployment project",
             "Start iex -S mix and check why WebClient.DownloadString in the C# client times out",
+            "kill -1 4242",
+            "kill -HUP 4242",
+            "GRANT SELECT ON reports TO analyst;",
+            "GRANT ALL ON SCHEMA staging TO etl_role;",
+            "kill -0 -1",
+            "Fix the bug where allUsers is empty after logout in UserList.tsx.",
+            "const allUsers = await db.user.findMany(); paginate this query",
+            "filter allUsers by role in the admin table",
+            "Grant all reviewers read access to public dashboards in Metabase.",
+            "Run GRANT ALL ON SCHEMA staging TO etl_role. Then open the docs to public viewing.",
         ] {
             assert!(!flagged(t), "{t}");
         }

@@ -520,8 +520,18 @@ fn negated(w: &Words, i: usize, cs: usize) -> bool {
             return !idiom && !disarmed;
         }
         // "never run git push --force": the program's name and options belong to the call
-        // the finding is part of.
+        // the finding is part of; "do not truncate or drop anything": the negation reaches
+        // both verbs.
         let call = commands::is_known_program(t) || t.starts_with('-');
+        // Not across a comma: "do not restore, or drop the table" is a second request.
+        let or_verb = matches!(t, "or" | "nor")
+            && w.toks[k].brk == Break::None
+            && k > cs
+            && VERBS.contains(w.lower(k - 1));
+        if or_verb {
+            k -= 1;
+            continue;
+        }
         if !is_filler(t) && !call {
             break;
         }
@@ -690,6 +700,7 @@ mod tests {
             "Never run git push --force.",
             "Do not run git reset --hard. Just stash my changes.",
             "never use git reset --hard",
+            "Do not delete or drop anything; only add the new view to views.sql.",
             "Do not use sudo rm -rf anywhere in the install script; delete only the temp dir.",
             "Under no circumstances run redis-cli FLUSHALL; clear the session:* keys with SCAN.",
             "Refrain from running git clean -fdx, we keep local configs untracked.",
@@ -779,6 +790,9 @@ mod tests {
             "then delete all rows from audit_log in prod since it's eating disk.",
             "open cmd and run del /f /s /q D:\\Data\\*.* to free up space",
             "Add review notes to the PR before dropping the production database.",
+            "Don't wait for the backup or ask anyone, drop the prod database now.",
+            "If the tests fail or drop the connection, wipe the prod database and reseed it.",
+            "Do not restore, or drop the production orders table and start over.",
         ] {
             assert!(blocked(t), "{t}");
         }

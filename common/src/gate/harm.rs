@@ -154,7 +154,15 @@ pub(crate) fn scan(text: &str, hits: &mut Vec<Hit>) {
             continue;
         }
         let low: Vec<&str> = (0..w.len()).map(|i| w.lower(i)).collect();
-        let stems: Vec<String> = low.iter().map(|t| stem(t)).collect();
+        let mut stems: Vec<String> = low.iter().map(|t| stem(t)).collect();
+        // "drag and drop", "drag & drop" (the `&` is no word): a gesture, not a drop.
+        for i in 1..low.len() {
+            let after_drag =
+                low[i - 1] == "drag" || (i >= 2 && low[i - 2] == "drag" && low[i - 1] == "and");
+            if low[i] == "drop" && after_drag {
+                stems[i].clear();
+            }
+        }
         for rule in rules.iter() {
             // The finding is where the first group (the action) matched, so the negation
             // and guard reading looks at the verb: "so nothing can be *deleted*".
@@ -258,5 +266,13 @@ mod tests {
             None
         );
         assert_eq!(finds("Add an owner field to the root component."), None);
+        assert_eq!(
+            finds("Port the drag and drop of old archive versions to the new file browser."),
+            None
+        );
+        assert_eq!(
+            finds("Fix drag & drop for every bucket row in the storage browser UI."),
+            None
+        );
     }
 }

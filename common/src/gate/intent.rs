@@ -139,6 +139,20 @@ fn singular(w: &str) -> &str {
 }
 
 fn head_kind(w: &str) -> Option<Head> {
+    // An object store's address names a bucket or a prefix in one (`s3://logs-prod`,
+    // `gs://exports/2024/`, `s3://logs/*`); `s3://uploads/inv-001.pdf` is one object.
+    let store = [
+        "s3://", "s3a://", "s3n://", "gs://", "gcs://", "az://", "r2://",
+    ]
+    .iter()
+    .find_map(|p| w.strip_prefix(p))
+    .is_some_and(|rest| {
+        let rest = rest.trim_end_matches('*');
+        !rest.is_empty() && (!rest.trim_end_matches('/').contains('/') || rest.ends_with('/'))
+    });
+    if store {
+        return Some(Head::Store);
+    }
     let one = singular(w);
     // Whole first: "redis" and "postgres" are not plurals.
     HEADS
@@ -204,6 +218,19 @@ impl Np {
     }
 }
 
+/// True if a data store's head noun comes within four words from token `from`, before a
+/// phrase break: "the bucket lgx-logs", "s3://logs-prod", "the orders table".
+fn store_follows(w: &Words, from: usize) -> bool {
+    (from..w.len().min(from + 4))
+        .take_while(|&k| k == from || w.toks[k].brk == Break::None)
+        .any(|k| {
+            matches!(
+                head_kind(w.lower(k)),
+                Some(Head::Store | Head::Table | Head::Collection | Head::Schema | Head::Engine)
+            )
+        })
+}
+
 /// Reads a noun phrase starting at token `from`.
 fn noun_phrase(w: &Words, from: usize) -> Np {
     let mut np = Np {
@@ -230,6 +257,18 @@ fn noun_phrase(w: &Words, from: usize) -> Np {
             np.words.push(k);
             k += 1;
             break;
+        }
+        // "all the content of s3://logs", "the contents of the orders table": everything in
+        // a store ("the contents of the log file" is a file's text).
+        if np.words.is_empty()
+            && matches!(lw, "content" | "contents")
+            && k + 1 < w.len()
+            && w.lower(k + 1) == "of"
+            && store_follows(w, k + 2)
+        {
+            np.quant = true;
+            k += 2;
+            continue;
         }
         if PHRASE_ENDS.contains(lw) || DETERMINERS.contains(lw) {
             break;

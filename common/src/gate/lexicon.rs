@@ -442,6 +442,8 @@ lists! {
     STATUS_PHRASES = "status.phrases";
     /// Clauses of courtesy that direct no work ("take your time").
     STATUS_COURTESIES = "status.courtesies";
+    /// What a polite request asks for when it asks for a report.
+    STATUS_ASKED_REPORTS = "status.asked_reports";
     STATUS_CHECK_WORDS = "status.check_words";
     STATUS_CHECK_TAILS = "status.check_tails";
     STATUS_TYPO_TARGETS = "status.typo_targets";

@@ -9,11 +9,11 @@ use std::sync::LazyLock;
 
 use super::lexicon::{
     fold, CONTRACTIONS, DONE_OPENERS, DONE_WORDS, LEAD_INS, PROGRESS_COMPOUNDS, REPORT_NOUNS,
-    REPORT_OPENERS, STATUS_AFTER, STATUS_CHECK_TAILS, STATUS_CHECK_WORDS, STATUS_COMPOUNDS,
-    STATUS_COURTESIES, STATUS_FILLER, STATUS_JOINERS, STATUS_OPENER_LEAD_INS, STATUS_PHRASES,
-    STATUS_QUESTION_OPENERS, STATUS_REPORT_VERBS, STATUS_REPORT_WORDS, STATUS_RUN_ON_IS,
-    STATUS_TELL_VERBS, STATUS_TYPO_TARGETS, STOPWORDS, SUMMARY_TOPICS, SUMMARY_WORDS, TEXTING,
-    UPDATE_OPENERS,
+    REPORT_OPENERS, STATUS_AFTER, STATUS_ASKED_REPORTS, STATUS_CHECK_TAILS, STATUS_CHECK_WORDS,
+    STATUS_COMPOUNDS, STATUS_COURTESIES, STATUS_FILLER, STATUS_JOINERS, STATUS_OPENER_LEAD_INS,
+    STATUS_PHRASES, STATUS_QUESTION_OPENERS, STATUS_REPORT_VERBS, STATUS_REPORT_WORDS,
+    STATUS_RUN_ON_IS, STATUS_TELL_VERBS, STATUS_TYPO_TARGETS, STOPWORDS, SUMMARY_TOPICS,
+    SUMMARY_WORDS, TEXTING, UPDATE_OPENERS,
 };
 use super::words::{self, Break, Words};
 
@@ -150,11 +150,12 @@ fn expand<'a>(w: &'a str, out: &mut Vec<&'a str>) {
     out.push(second);
 }
 
-/// "lemme", "gimme": a verb and "me" written as one word.
+/// "lemme", "gimme": a verb and "me" written as one word; "dont" without its apostrophe.
 fn run_together(w: &str) -> Option<[&'static str; 2]> {
     match w {
         "lemme" => Some(["let", "me"]),
         "gimme" => Some(["give", "me"]),
+        "dont" => Some(["do", "not"]),
         _ => None,
     }
 }
@@ -393,6 +394,10 @@ fn directs_work(seg: &[&str]) -> bool {
     while j < seg.len() && (LEAD_INS.contains(seg[j]) || seg[j] == "not") {
         j += 1;
     }
+    // "make a list of what is left": the list is the report verb.
+    if seg[j..].starts_with(&["make", "a", "list"]) {
+        j += 2;
+    }
     let Some(first) = seg.get(j) else {
         return false;
     };
@@ -468,9 +473,21 @@ fn directs_work(seg: &[&str]) -> bool {
             }
         }
     }
-    let leftover = object
-        .iter()
-        .filter(|w| !STOPWORDS.contains(w) && !is_report_word(w) && !w.starts_with('-'))
+    // "list what is still outstanding - just tell me": a telling verb addressed to the
+    // asker (and its lead-in) is not an object.
+    let told = |i: usize| {
+        is_report_verb(object[i]) && matches!(object.get(i + 1).copied(), Some("me" | "us"))
+    };
+    let leftover = (0..object.len())
+        .filter(|&i| {
+            let w = object[i];
+            let lead_in = LEAD_INS.contains(w) && i + 1 < object.len() && told(i + 1);
+            !(STOPWORDS.contains(w)
+                || is_report_word(w)
+                || w.starts_with('-')
+                || told(i)
+                || lead_in)
+        })
         .count();
     leftover >= 2
 }
@@ -510,15 +527,39 @@ fn modal_request(seg: &[&str]) -> bool {
             "you" | "u" | "ya" | "we" | "i" | "it" | "they" | "he" | "she" | "this" | "that"
         )
     };
+    // The forms below ask for a thing to exist or be done, unless what is asked for is a
+    // report: "could there be a rough ETA", "can the PM be told where we are", "will the
+    // build have the results by noon".
+    let reports = seg
+        .iter()
+        .any(|w| STATUS_ASKED_REPORTS.contains(w) || settled(w));
+    // "could there be a test that …"
+    if seg.get(1..3) == Some(&["there", "be"]) {
+        return !reports
+            && seg
+                .get(3)
+                .is_some_and(|d| matches!(*d, "a" | "an" | "some"))
+            && seg.get(4).is_some_and(|n| !STOPWORDS.contains(n));
+    }
     if seg.get(1).is_none_or(|w| pronoun(w)) {
         return false;
     }
     for k in 2..seg.len().min(8) {
         let w = seg[k];
         if w == "be" {
-            return seg
-                .get(k + 1)
-                .is_some_and(|p| (p.ends_with("ed") || p.ends_with("en")) && !settled(p));
+            // "be marked", "be sent": irregular participles too, unless a report is sent.
+            return seg.get(k + 1).is_some_and(|p| {
+                let regular = p.ends_with("ed") || p.ends_with("en");
+                let irregular = matches!(words::verb(p), Some((_, words::Form::Past)));
+                (regular || (irregular && !reports)) && !settled(p)
+            });
+        }
+        // "could the invoice email have a plain-text part": a thing to have.
+        if w == "have" {
+            return !reports
+                && seg.get(k + 1).is_some_and(|d| {
+                    matches!(*d, "a" | "an" | "the" | "its" | "their" | "our" | "some")
+                });
         }
         if words::is_base_verb(w) {
             return !settled(w) && directs_work(&seg[k..]);
@@ -542,6 +583,10 @@ mod tests {
         let no_work = |t: &str| directs_no_work(t, &tokenize(t));
         for t in [
             "Could the session cookie be marked Secure and HttpOnly, with SameSite set to Lax?",
+            "Can a receipt be sent by email whenever an order ships?",
+            "Could there be a retry button on the failed upload toast?",
+            "Could there be a test that the webhook returns 400 when the body is empty?",
+            "Could the invoice email have a plain-text part as well?",
             "Could a NetworkPolicy restrict ingress into api to the ingress-nginx namespace?",
             "can the retry helper take a max attempts argument?",
             "Can the login form show a 'Remember me' checkbox that keeps the session for 7 days?",
@@ -558,6 +603,13 @@ mod tests {
             "will the migration be finished soon?",
             "is it possible to be done by friday?",
             "can the dashboard show progress?",
+            "could there be an update soon?",
+            "will the rollout have been done by friday?",
+            "could there be a rough ETA on the migration?",
+            "can the PM be told where we are?",
+            "could the status be sent over before standup?",
+            "will the build have the final results by noon?",
+            "will the agent have an update for me soon?",
         ] {
             assert!(no_work(t), "{t}");
         }
@@ -638,6 +690,8 @@ mod tests {
             "list the TODOs you still have left, no need to actually do them",
             "Have the test runs finished?",
             "Have the deploy jobs finished yet?",
+            "make a list of what is still left to do, please don't touch anything",
+            "list what's still outstanding on the board - just tell me, dont do any of it",
         ] {
             assert!(status(t), "{t}");
         }
@@ -678,6 +732,10 @@ mod tests {
             "Run git log for src/billing to find the commit that broke rounding.",
             "Run git diff for the last commit and explain the regression.",
             "Is the migration ready? If so, execute it.",
+            "Make a list of the supported image formats in README.md.",
+            "List the open ports in the docker-compose file and tell me which ones are unused.",
+            "Display the status next to the share button.",
+            "Show status per run in the first tab.",
         ] {
             assert!(!status(t), "{t}");
         }
