@@ -43,7 +43,10 @@ pub struct Located {
     pub session_path: Option<PathBuf>,
     /// The status the session file stated when found.
     pub status: Option<CliStatus>,
-    /// The CLI's user or project settings hold KARL's `PermissionRequest` hook.
+    /// The settings files that may give the CLI hooks (Claude's user and project files).
+    pub settings: Vec<PathBuf>,
+    /// Those files hold KARL's `PermissionRequest` hook: read once the follower attaches
+    /// ([`karl_hook_in`]), not on every lookup.
     pub karl_hook: bool,
 }
 
@@ -99,24 +102,29 @@ pub fn tree_pids(rows: &[PsRow], root: u32) -> Vec<u32> {
     out
 }
 
-/// Whether Claude Code, with config dir `config_dir`, working in `cwd`, runs KARL's
-/// `PermissionRequest` hook by its user or project settings (a launch's `--settings` file
-/// is the coordinator's to know). Unreadable or odd files count as not holding it.
-pub fn karl_hook_configured(config_dir: &Path, cwd: &Path) -> bool {
+/// The user and project settings files of Claude Code with config dir `config_dir`,
+/// working in `cwd` (a launch's `--settings` file is the coordinator's to know).
+pub fn claude_settings_files(config_dir: &Path, cwd: &Path) -> Vec<PathBuf> {
     let project = cwd.join(".claude");
-    [
+    vec![
         config_dir.join("settings.json"),
         project.join("settings.json"),
         project.join("settings.local.json"),
     ]
-    .iter()
-    .filter_map(|p| std::fs::read_to_string(p).ok())
-    .filter_map(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-    .any(|v| {
-        crate::hooks::settings::installed(&v)
-            .iter()
-            .any(|(event, _)| event == "PermissionRequest")
-    })
+}
+
+/// Whether any of `files` holds KARL's `PermissionRequest` hook. Unreadable or odd files
+/// count as not holding it.
+pub fn karl_hook_in(files: &[PathBuf]) -> bool {
+    files
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .filter_map(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .any(|v| {
+            crate::hooks::settings::installed(&v)
+                .iter()
+                .any(|(event, _)| event == "PermissionRequest")
+        })
 }
 
 /// Finds the agent CLI's session in the pane whose first process is `pane_pid`: Claude
@@ -161,7 +169,8 @@ fn locate_claude(pid: u32, pane_id: &str, probe: &dyn Probe) -> Option<Located> 
             version: session.version,
             session_path: Some(path),
             status: Some(session.status),
-            karl_hook: karl_hook_configured(&dir, Path::new(&session.cwd)),
+            settings: claude_settings_files(&dir, Path::new(&session.cwd)),
+            karl_hook: false,
         });
     }
     None
@@ -181,6 +190,7 @@ fn locate_codex(pid: u32, probe: &dyn Probe) -> Option<Located> {
                 transcript: r.path.clone(),
                 session_path: None,
                 status: None,
+                settings: Vec::new(),
                 karl_hook: false,
             });
         }
@@ -565,18 +575,19 @@ mod tests {
         let proj = tmp.path().join("proj");
         std::fs::create_dir_all(config.clone()).unwrap();
         std::fs::create_dir_all(proj.join(".claude")).unwrap();
-        assert!(!karl_hook_configured(&config, &proj));
+        let files = claude_settings_files(&config, &proj);
+        assert!(!karl_hook_in(&files));
         let mut ours = serde_json::json!({});
         let cmd = format!("karl-agent hook claude {}", crate::hooks::settings::MARKER);
         crate::hooks::settings::install(&mut ours, &cmd, Some("*")).unwrap();
         let theirs = r#"{"hooks":{"PermissionRequest":[{"hooks":[{"type":"command","command":"my-hook"}]}]}}"#;
         std::fs::write(config.join("settings.json"), theirs).unwrap();
         std::fs::write(proj.join(".claude/settings.json"), "{not json").unwrap();
-        assert!(!karl_hook_configured(&config, &proj));
+        assert!(!karl_hook_in(&files));
         std::fs::write(proj.join(".claude/settings.local.json"), ours.to_string()).unwrap();
-        assert!(karl_hook_configured(&config, &proj));
+        assert!(karl_hook_in(&files));
         std::fs::remove_file(proj.join(".claude/settings.local.json")).unwrap();
         std::fs::write(config.join("settings.json"), ours.to_string()).unwrap();
-        assert!(karl_hook_configured(&config, &proj));
+        assert!(karl_hook_in(&files));
     }
 }

@@ -131,9 +131,18 @@ pub async fn follow_pane(
                 Some(rows) => {
                     let pane = pane_id.clone();
                     let system = system.clone();
+                    let prev = current.as_ref().map(|c| c.at.clone());
                     tokio::task::spawn_blocking(move || {
                         system.prune(&rows);
-                        locate(&rows, pane_pid, &pane, system.as_ref())
+                        let mut found = locate(&rows, pane_pid, &pane, system.as_ref());
+                        // A new conversation: read its settings for KARL's hook once.
+                        if let Some(f) = found.as_mut() {
+                            match prev.filter(|p| p.same(f)) {
+                                Some(p) => f.karl_hook = p.karl_hook,
+                                None => f.karl_hook = locate::karl_hook_in(&f.settings),
+                            }
+                        }
+                        found
                     })
                     .await
                     .unwrap_or(None)

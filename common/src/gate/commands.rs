@@ -1057,17 +1057,10 @@ fn kill(c: &Call<'_>) -> Option<String> {
     // `kill -9 -1`, `kill -s KILL -1 as the airflow user`: pid -1 after the signal (prose
     // may follow the command); a lone `kill -1` is signal 1 with no pid.
     // `kill -0 -1` sends nothing: it only asks whether a signal could be sent.
-    let probe = args
-        .iter()
-        .enumerate()
-        .any(|(j, x)| *x == "-0" || (*x == "0" && j > 0 && matches!(args[j - 1], "-s" | "-n")));
-    let after_signal = args.iter().enumerate().skip(1).any(|(i, a)| {
-        *a == "-1"
-            && args[..i]
-                .iter()
-                .enumerate()
-                .all(|(j, x)| x.starts_with('-') || (j > 0 && matches!(args[j - 1], "-s" | "-n")))
-    });
+    let signal_value = |j: usize| j > 0 && matches!(args[j - 1], "-s" | "-n");
+    let probe = (0..args.len()).any(|j| args[j] == "-0" || (args[j] == "0" && signal_value(j)));
+    let after_signal = (1..args.len())
+        .any(|i| args[i] == "-1" && (0..i).all(|j| args[j].starts_with('-') || signal_value(j)));
     let all = !probe
         && (match args.last() {
             Some(&"-1") => args.len() >= 2 || c.cmd_pos,
@@ -2072,15 +2065,17 @@ fn sql_statement(toks: &[(usize, &str)], k: usize, code: bool) -> Option<String>
 /// True if the IAM principal at token `k` is granted something: a role right after it
 /// (`allUsers:objectViewer`), or a granting word and a role word within five tokens.
 fn iam_grant(toks: &[(usize, &str)], k: usize) -> bool {
-    let near = &toks[k.saturating_sub(5)..(k + 6).min(toks.len())];
-    let any = |f: &dyn Fn(&str) -> bool| near.iter().any(|t| f(&t.1.to_ascii_lowercase()));
-    let grants = any(&|w| {
+    let near: Vec<String> = toks[k.saturating_sub(5)..(k + 6).min(toks.len())]
+        .iter()
+        .map(|t| t.1.to_ascii_lowercase())
+        .collect();
+    let grants = near.iter().any(|w| {
         matches!(
-            w,
+            w.as_str(),
             "grant" | "give" | "bind" | "binding" | "iam" | "member" | "members" | "acl" | "acls"
         ) || w.starts_with("--member")
     });
-    let role = any(&|w| {
+    let role = near.iter().any(|w| {
         [
             "role", "viewer", "reader", "writer", "owner", "admin", "invoker",
         ]

@@ -105,11 +105,7 @@ impl Session {
         }
         rec.last_state = d.state;
         rec.last_error = d.error;
-        rec.unknown_since_ms = match (d.state, rec.unknown_since_ms) {
-            (PaneState::Unknown, 0) => now,
-            (PaneState::Unknown, t) => t,
-            _ => 0,
-        };
+        rec.unknown_since_ms = since(d.state == PaneState::Unknown, rec.unknown_since_ms, now);
         // The pane turned busy, or changed into something other than our prompt still
         // sitting in the box (a capture taken mid-injection shows exactly that).
         if d.state == PaneState::Working
@@ -121,11 +117,11 @@ impl Session {
         }
         rec.pending_permission =
             (d.state == PaneState::Permission).then(|| d.permission.clone().unwrap_or_default());
-        self.permission_since_ms = match (d.state, self.permission_since_ms) {
-            (PaneState::Permission, 0) => now,
-            (PaneState::Permission, t) => t,
-            _ => 0,
-        };
+        self.permission_since_ms = since(
+            d.state == PaneState::Permission,
+            self.permission_since_ms,
+            now,
+        );
         self.last_snapshot = Some(snap.clone());
         self.judge_outcome(snap, &d);
         d
@@ -238,5 +234,15 @@ impl Session {
             format!("the agent exited; restarted it ({detail})"),
             false,
         );
+    }
+}
+
+/// Since when a condition has held: `prev` while it goes on, `now` when it begins, 0 when
+/// it does not hold.
+fn since(holds: bool, prev: u64, now: u64) -> u64 {
+    match (holds, prev) {
+        (false, _) => 0,
+        (true, 0) => now,
+        (true, t) => t,
     }
 }
